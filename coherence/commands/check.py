@@ -1,0 +1,55 @@
+"""``coherence check``: explicit-state exploration with the reference checker."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from coherence.cli import add_spec_args, emit_json
+
+HELP = "explore every reachable state; check invariants, coherence, deadlock"
+
+
+def add_args(p: argparse.ArgumentParser) -> None:
+    add_spec_args(p)
+    p.add_argument("--symmetry", choices=["exact", "off"], default="exact",
+                   help="symmetry reduction over agent ids (default: exact)")
+    p.add_argument("--no-symmetry", dest="symmetry", action="store_const", const="off",
+                   help="same as --symmetry off")
+    p.add_argument("--max-states", type=int, metavar="N", help="stop after N states")
+    p.add_argument("--max-depth", type=int, metavar="D", help="stop at depth D")
+    p.add_argument("--no-deadlock", dest="deadlock", action="store_false",
+                   help="do not report deadlocks")
+    p.add_argument("--stop-at-first", action="store_true",
+                   help="stop at the first failure instead of finding each property's "
+                        "shortest counterexample")
+    p.add_argument("--skip", action="append", default=[], metavar="NAME",
+                   help="do not check this invariant or property (repeatable)")
+    p.add_argument("--progress", choices=["auto", "always", "never"], default="auto",
+                   help="live progress line on stderr (auto: when stderr is a terminal)")
+    p.add_argument("--trace-out", metavar="FILE",
+                   help="save the counterexample traces as JSON (for `coherence diagram`)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from coherence.checker import CheckOptions, check
+    from coherence.commands.common import load_model, progress_enabled
+    from coherence.commands.report import live_progress, print_check_result, result_json
+    from coherence.spec.select import drop_properties
+
+    model = drop_properties(load_model(args), args.skip)
+    with live_progress(progress_enabled(args.progress) and not args.json) as progress:
+        options = CheckOptions(
+            symmetry=args.symmetry == "exact", max_states=args.max_states,
+            max_depth=args.max_depth, deadlock=args.deadlock,
+            stop_at_first=args.stop_at_first, progress=progress)
+        result = check(model, options)
+    doc: dict[str, Any] = result_json(result)
+    if args.trace_out:
+        from coherence.traces_io import save_traces
+        save_traces(args.trace_out, model, result.failures, source="check")
+    if args.json:
+        emit_json(doc)
+    else:
+        print_check_result(model, result)
+    return result.exit_code

@@ -1,0 +1,98 @@
+"""Rendering a check result: the human summary, the JSON document, the live progress line."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from rich.live import Live
+from rich.text import Text
+
+from coherence.checker import CheckResult, Progress
+from coherence.commands.common import err_console, out_console, params_text
+from coherence.ir import Model
+
+SCHEMA_VERSION = 1
+
+
+@contextmanager
+def live_progress(enabled: bool) -> Iterator[Callable[[Progress], None] | None]:
+    if not enabled:
+        yield None
+        return
+    console = err_console()
+    with Live(Text("starting…"), console=console, refresh_per_second=4,
+              transient=True) as live:
+        def update(p: Progress) -> None:
+            rate = p.states / p.elapsed if p.elapsed > 0 else 0
+            live.update(Text(f"states {p.states:,}  frontier {p.frontier:,}  depth {p.depth}  "
+                             f"rules {p.rules:,}  {rate:,.0f} states/s  {p.elapsed:.0f}s"))
+        yield update
+
+
+def result_json(result: CheckResult) -> dict[str, Any]:
+    failed = {f.name for f in result.failures}
+    return {
+        "schema": SCHEMA_VERSION,
+        "tool": "coherence check",
+        "spec": result.spec,
+        "params": result.params,
+        "symmetry": result.symmetry,
+        "verdict": result.verdict,
+        "exit_code": result.exit_code,
+        "stopped": result.stopped,
+        "stats": {
+            "states": result.states,
+            "rules_fired": result.rules_fired,
+            "depth": result.depth,
+            "seconds": round(result.seconds, 4),
+            "states_per_second": round(result.states_per_second, 1),
+            "peak_memory_bytes": result.peak_memory_bytes,
+            "bytes_per_state": round(result.bytes_per_state, 1),
+        },
+        "properties": {name: ("fails" if name in failed or (
+            name == "errors" and "error" in failed) else (
+            "unknown" if result.stopped else "holds")) for name in result.properties},
+        "failures": [
+            {"kind": f.kind, "property": f.name, "message": f.message, "length": f.length,
+             "location": f.span, "trace": [s.to_json() for s in f.trace]}
+            for f in result.failures
+        ],
+        "generated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def print_check_result(model: Model, result: CheckResult) -> None:
+    out = out_console()
+    out.print(f"[bold]coherence check[/] {model.file} ({params_text(model)}; "
+              f"symmetry {result.symmetry})")
+    for f in result.failures:
+        out.print()
+        out.print(f"[bold red]FAIL[/] [bold]{f.name}[/] ({f.kind}): {f.message}")
+        out.print(f"shortest counterexample: {f.length} step{'s' if f.length != 1 else ''}")
+        for step in f.trace:
+            out.print(step.render(), markup=False)
+        if f.span:
+            out.print(f"at {f.span}", markup=False)
+    out.print()
+    failed = {f.name for f in result.failures}
+    marks = []
+    for name in result.properties:
+        if name in failed or (name == "errors" and "error" in failed):
+            marks.append(f"[red]{name} FAILS[/]")
+        elif result.stopped:
+            marks.append(f"[yellow]{name} unknown[/]")
+        else:
+            marks.append(f"[green]{name} holds[/]")
+    out.print("properties: " + ", ".join(marks))
+    colour = {"holds": "green", "fails": "red", "incomplete": "yellow"}[result.verdict]
+    verdict = result.verdict.upper()
+    if result.stopped:
+        verdict += f" (partial: {result.stopped})"
+    out.print(f"verdict: [bold {colour}]{verdict}[/]")
+    out.print(
+        f"{result.states:,} states, {result.rules_fired:,} rules fired, depth {result.depth}, "
+        f"{result.seconds:.2f} s, {result.states_per_second:,.0f} states/s, peak memory "
+        f"{result.peak_memory_bytes / 2**20:.0f} MiB, {result.bytes_per_state:.0f} bytes/state")

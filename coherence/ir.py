@@ -1,0 +1,582 @@
+"""The intermediate representation: the only input of every back end.
+
+Small frozen attrs classes, lowered once from the parse tree by ``coherence.spec.lower``.
+Everything is finite and instantiated: parameters are already substituted, every type knows its
+size, every channel its capacity. No Python callables live here, so a back end can translate
+every rule (to Z3 terms, Murphi, Promela) rather than only call it.
+
+NOTE(values): at run time a value of each type is a Python int (bools are 0/1, enums and states
+are indices, sets of agents are bitmasks, arrays are tuples) or ``None`` for "undefined".
+"""
+
+from __future__ import annotations
+
+from typing import Union
+
+import attrs
+
+from coherence.errors import NO_SPAN, Span
+
+
+def _span() -> Span:
+    return attrs.field(default=NO_SPAN, eq=False, repr=False)
+
+
+# ---------------------------------------------------------------- types
+
+
+@attrs.frozen
+class BoolT:
+    def size(self) -> int:
+        return 2
+
+    def __str__(self) -> str:
+        return "bool"
+
+
+@attrs.frozen
+class IntT:
+    lo: int
+    hi: int
+
+    def size(self) -> int:
+        return self.hi - self.lo + 1
+
+    def __str__(self) -> str:
+        return f"int[{self.lo}..{self.hi}]"
+
+
+@attrs.frozen
+class ValueT:
+    """Data values 0..n-1 (the ``values`` parameter)."""
+
+    n: int
+
+    def size(self) -> int:
+        return self.n
+
+    def __str__(self) -> str:
+        return "value"
+
+
+@attrs.frozen
+class AgentT:
+    """Agent (cache) ids 0..n-1: a symmetric type, like Murphi's scalarset."""
+
+    n: int
+
+    def size(self) -> int:
+        return self.n
+
+    def __str__(self) -> str:
+        return "agent"
+
+
+@attrs.frozen
+class NodeT:
+    """Any endpoint of the network: an agent 0..n-1, or the home node n."""
+
+    n: int
+
+    def size(self) -> int:
+        return self.n + 1
+
+    def __str__(self) -> str:
+        return "node"
+
+
+@attrs.frozen
+class EnumT:
+    name: str
+    members: tuple[str, ...]
+
+    def size(self) -> int:
+        return len(self.members)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@attrs.frozen
+class StateT:
+    """The control state of one machine; members in declaration order."""
+
+    machine: str
+    members: tuple[str, ...]
+
+    def size(self) -> int:
+        return len(self.members)
+
+    def __str__(self) -> str:
+        return f"{self.machine}.state"
+
+
+@attrs.frozen
+class SetT:
+    """A set of agents, held as a bitmask."""
+
+    elem: AgentT
+
+    def size(self) -> int:
+        return 1 << self.elem.n
+
+    def __str__(self) -> str:
+        return "set<agent>"
+
+
+@attrs.frozen
+class ArrayT:
+    index: Type
+    elem: Type
+
+    def size(self) -> int:
+        return (self.elem.size() + 1) ** self.index.size()
+
+    def __str__(self) -> str:
+        return f"array<{self.index}, {self.elem}>"
+
+
+Type = Union[BoolT, IntT, ValueT, AgentT, NodeT, EnumT, StateT, SetT, ArrayT]
+SCALAR_INDEX_TYPES = (BoolT, IntT, ValueT, AgentT, NodeT, EnumT)
+
+
+def domain(t: Type) -> range:
+    """The run-time values of a finite scalar type, in order."""
+    if isinstance(t, IntT):
+        return range(t.lo, t.hi + 1)
+    if isinstance(t, (BoolT, ValueT, AgentT, NodeT, EnumT, StateT)):
+        return range(t.size())
+    raise TypeError(f"no enumerable domain for {t}")
+
+
+def index_offset(t: Type) -> int:
+    """Arrays are stored as tuples; element ``i`` sits at ``i - index_offset``."""
+    return t.lo if isinstance(t, IntT) else 0
+
+
+def is_symmetric(t: Type) -> bool:
+    """Whether values of ``t`` are renamed when agents are permuted."""
+    if isinstance(t, (AgentT, NodeT, SetT)):
+        return True
+    if isinstance(t, ArrayT):
+        return is_symmetric(t.index) or is_symmetric(t.elem)
+    return False
+
+
+def assignable(to: Type, frm: Type) -> bool:
+    if to == frm:
+        return True
+    if isinstance(to, IntT) and isinstance(frm, IntT):
+        return True  # range checked at run time
+    if isinstance(to, NodeT) and isinstance(frm, AgentT):
+        return to.n == frm.n
+    if isinstance(to, AgentT) and isinstance(frm, NodeT):
+        return to.n == frm.n  # checked at run time: the home node is not an agent
+    return False
+
+
+# ---------------------------------------------------------------- expressions
+
+
+@attrs.frozen
+class Lit:
+    type: Type
+    value: int | None
+    span: Span = _span()
+
+
+@attrs.frozen
+class Local:
+    """A bound name: quantifier/loop variable, event or rule parameter, ``let``."""
+
+    name: str
+    type: Type
+    span: Span = _span()
+
+
+@attrs.frozen
+class SelfId:
+    """The agent id of the cache machine running the transition."""
+
+    type: Type
+    span: Span = _span()
+
+
+@attrs.frozen
+class GVar:
+    """A variable declared at top level (one per line)."""
+
+    name: str
+    type: Type
+    span: Span = _span()
+
+
+@attrs.frozen
+class MVar:
+    """A variable of a machine; ``agent`` is None for the home machine."""
+
+    machine: str
+    agent: Expr | None
+    name: str
+    type: Type
+    span: Span = _span()
+
+
+@attrs.frozen
+class MState:
+    """The control state of a machine (``state`` or ``Cache[a].state``)."""
+
+    machine: str
+    agent: Expr | None
+    type: StateT
+    span: Span = _span()
+
+
+@attrs.frozen
+class MsgField:
+    name: str
+    type: Type
+    span: Span = _span()
+
+
+@attrs.frozen
+class MsgSrc:
+    type: Type
+    span: Span = _span()
+
+
+@attrs.frozen
+class Index:
+    base: Expr
+    index: Expr
+    type: Type
+    span: Span = _span()
+
+
+@attrs.frozen
+class Unary:
+    op: str  # "!" or "-"
+    arg: Expr
+    type: Type
+    span: Span = _span()
+
+
+@attrs.frozen
+class Binary:
+    """Arithmetic, comparison, boolean and set operators.
+
+    ops: + - == != < <= > >= && || -> in with without
+    ("with"/"without" add or remove an agent from a set.)
+    """
+
+    op: str
+    left: Expr
+    right: Expr
+    type: Type
+    span: Span = _span()
+
+
+@attrs.frozen
+class SetLit:
+    """A set literal: of agents (a bitmask) or of states/enum members (for ``in``)."""
+
+    elems: tuple[Expr, ...]
+    type: Type
+    span: Span = _span()
+
+
+@attrs.frozen
+class Call:
+    """Built-in functions: size(set), isundefined(x)."""
+
+    func: str
+    args: tuple[Expr, ...]
+    type: Type
+    span: Span = _span()
+
+
+@attrs.frozen
+class Quant:
+    kind: str  # "forall" | "exists"
+    var: str
+    var_type: Type
+    body: Expr
+    type: Type
+    span: Span = _span()
+
+
+@attrs.frozen
+class InFlight:
+    """Whether a message of type ``message`` (to ``dst``, if given) is in the network."""
+
+    message: str
+    dst: Expr | None
+    type: Type
+    span: Span = _span()
+
+
+Expr = Union[
+    Lit, Local, SelfId, GVar, MVar, MState, MsgField, MsgSrc, Index, Unary, Binary, SetLit,
+    Call, Quant, InFlight,
+]
+LValue = Union[GVar, MVar, Index]
+
+# ---------------------------------------------------------------- statements
+
+
+@attrs.frozen
+class Assign:
+    target: LValue
+    value: Expr  # Lit(type, None) assigns "undefined"
+    span: Span = _span()
+
+
+@attrs.frozen
+class If:
+    cond: Expr
+    then: tuple[Stmt, ...]
+    orelse: tuple[Stmt, ...]
+    span: Span = _span()
+
+
+@attrs.frozen
+class For:
+    var: str
+    var_type: Type
+    body: tuple[Stmt, ...]
+    span: Span = _span()
+
+
+@attrs.frozen
+class Let:
+    var: str
+    value: Expr
+    span: Span = _span()
+
+
+@attrs.frozen
+class Send:
+    message: str
+    args: tuple[Expr, ...]
+    dst: Expr  # NodeT/AgentT-typed
+    span: Span = _span()
+
+
+@attrs.frozen
+class Broadcast:
+    """Send to every agent, except ``exclude`` when given."""
+
+    message: str
+    args: tuple[Expr, ...]
+    exclude: Expr | None
+    span: Span = _span()
+
+
+@attrs.frozen
+class Goto:
+    state: str
+    span: Span = _span()
+
+
+@attrs.frozen
+class Perform:
+    """A processor-visible operation: ``kind`` is "load" or "store"; ``agent`` whose it is."""
+
+    kind: str
+    value: Expr
+    agent: Expr
+    span: Span = _span()
+
+
+@attrs.frozen
+class Assert:
+    cond: Expr
+    text: str
+    span: Span = _span()
+
+
+Stmt = Union[Assign, If, For, Let, Send, Broadcast, Goto, Perform, Assert]
+
+# ---------------------------------------------------------------- declarations
+
+
+@attrs.frozen
+class Param:
+    name: str
+    value: int
+    default: int
+    lo: int
+    hi: int
+    span: Span = _span()
+
+
+@attrs.frozen
+class Field:
+    name: str
+    type: Type
+    span: Span = _span()
+
+
+@attrs.frozen
+class Network:
+    """ordering: "bus" (delivered in the same step), "fifo" (per src/dst pair) or "unordered".
+
+    capacity bounds the messages in flight: in all for "unordered", per pair for "fifo".
+    A send that would exceed it blocks the sending transition.
+    """
+
+    name: str
+    ordering: str
+    capacity: int
+    span: Span = _span()
+
+
+@attrs.frozen
+class Message:
+    name: str
+    fields: tuple[Field, ...]
+    network: str
+    span: Span = _span()
+
+
+@attrs.frozen
+class Event:
+    """A processor request (load, store, evict, ...), with its parameters."""
+
+    name: str
+    params: tuple[Field, ...]
+    span: Span = _span()
+
+
+@attrs.frozen
+class Var:
+    name: str
+    type: Type
+    init: Expr
+    ghost: bool
+    span: Span = _span()
+
+
+@attrs.frozen
+class StateDecl:
+    name: str
+    stable: bool
+    span: Span = _span()
+
+
+@attrs.frozen
+class Transition:
+    """``on EVENT in STATES when GUARD { body }`` or a spontaneous ``rule``.
+
+    kind: "event" (processor request), "message" (arrival) or "rule" (internal action).
+    params: event parameters, or a rule's quantified parameters (each fires for every value).
+    states: the source states (all states when the spec names none).
+    stall: the message waits in the network instead of being consumed.
+    """
+
+    machine: str
+    kind: str
+    name: str
+    params: tuple[Field, ...]
+    states: tuple[str, ...]
+    guard: Expr | None
+    body: tuple[Stmt, ...]
+    stall: bool
+    index: int
+    span: Span = _span()
+
+
+@attrs.frozen
+class Machine:
+    """kind: "cache" (one per agent and line) or "home" (one per line)."""
+
+    name: str
+    kind: str
+    states: tuple[StateDecl, ...]
+    init_state: str
+    vars: tuple[Var, ...]
+    transitions: tuple[Transition, ...]
+    state_type: StateT
+    span: Span = _span()
+
+    def state_index(self, name: str) -> int:
+        return self.state_type.members.index(name)
+
+    def var(self, name: str) -> Var:
+        for v in self.vars:
+            if v.name == name:
+                return v
+        raise KeyError(name)
+
+
+@attrs.frozen
+class Invariant:
+    name: str
+    expr: Expr
+    aux: bool
+    span: Span = _span()
+
+
+@attrs.frozen
+class Property:
+    """A history property checked by a monitor. kind: "coherence" (per-location coherence)."""
+
+    name: str
+    kind: str
+    span: Span = _span()
+
+
+@attrs.frozen
+class Model:
+    file: str
+    params: tuple[Param, ...]
+    agents: int
+    lines: int
+    values: int
+    enums: tuple[EnumT, ...]
+    networks: tuple[Network, ...]
+    messages: tuple[Message, ...]
+    events: tuple[Event, ...]
+    globals: tuple[Var, ...]
+    machines: tuple[Machine, ...]
+    invariants: tuple[Invariant, ...]
+    properties: tuple[Property, ...]
+
+    def machine(self, name: str) -> Machine:
+        for m in self.machines:
+            if m.name == name:
+                return m
+        raise KeyError(name)
+
+    def message(self, name: str) -> Message:
+        for m in self.messages:
+            if m.name == name:
+                return m
+        raise KeyError(name)
+
+    def network(self, name: str) -> Network:
+        for n in self.networks:
+            if n.name == name:
+                return n
+        raise KeyError(name)
+
+    def param(self, name: str) -> int:
+        for p in self.params:
+            if p.name == name:
+                return p.value
+        raise KeyError(name)
+
+    @property
+    def home(self) -> Machine | None:
+        for m in self.machines:
+            if m.kind == "home":
+                return m
+        return None
+
+    @property
+    def caches(self) -> tuple[Machine, ...]:
+        return tuple(m for m in self.machines if m.kind == "cache")
+
+    @property
+    def home_id(self) -> int:
+        return self.agents

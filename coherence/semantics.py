@@ -1,0 +1,769 @@
+"""The meaning of an IR model: initial states, enabled actions, successors, properties.
+
+Every engine (the reference checker, the Hypothesis state machine, litmus exploration, trace
+replay for Z3 and exporters' cross-checks) goes through this one module, as Stateright reduces
+every model to ``init_states``/``actions``/``next_state``/``properties``.
+
+States are nested tuples of ints, hashable and cheap to compare:
+
+    State = (lines, nets, monitor)
+    lines[l] = (globals, home, caches)       home = (state, *vars) or ()
+                                             caches[a] = (state, *vars)
+    nets[n]  = unordered: sorted tuple of messages (line, src, dst, type, fields)
+               fifo:      sorted tuple of ((src, dst, line), queue of (type, fields))
+               bus:       ()  (delivered within the sending step)
+    monitor  = per line, per agent (view, first_after) for the `coherence` property, else ()
+
+NOTE(values): ``UNDEF`` is the run-time "undefined"; any operation on it but copying is an
+error, as in Murphi, so clearing a field never changes behaviour, only the state count.
+The home node's id is ``model.agents``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
+
+from coherence import ir
+from coherence.errors import Span
+
+UNDEF = -(1 << 31)
+
+State = tuple[Any, ...]
+
+
+class ModelError(Exception):
+    """A run-time error of the model (read of undefined, range overflow, no transition...)."""
+
+    def __init__(self, message: str, span: Span | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.span = span
+
+
+class CoherenceViolation(ModelError):
+    """The coherence monitor saw a load that no coherence order explains."""
+
+    def __init__(self, message: str, properties: list[str]) -> None:
+        super().__init__(message)
+        self.properties = properties
+
+
+class Blocked(Exception):
+    """A send would exceed a network's capacity: the transition is not enabled now."""
+
+
+class Action(NamedTuple):
+    kind: str  # "event" | "message" | "rule"
+    machine: str
+    agent: int | None  # the cache's agent id; None for the home machine
+    line: int
+    transition: int  # index into the machine's transitions
+    params: tuple[int, ...]
+    net: int = -1
+    msg: Any = None  # the message as stored in the network
+
+
+class Perform(NamedTuple):
+    agent: int
+    line: int
+    kind: str  # "load" | "store"
+    value: int
+
+
+class Outcome(NamedTuple):
+    action: Action
+    state: State | None  # None when the action raised a model error
+    performs: tuple[Perform, ...]
+    error: ModelError | None = None
+
+
+class Violation(NamedTuple):
+    kind: str  # "invariant" | "coherence" | "error" | "deadlock" | "no-transition"
+    name: str
+    message: str
+    line: int = 0
+
+
+# ---------------------------------------------------------------- execution environment
+
+
+class _Env:
+    __slots__ = ("agent", "caches", "globals", "home", "line", "locals", "msg", "nets", "sem",
+                 "sends", "goto", "performs", "depth")
+
+    def __init__(self, sem: Semantics, line: int, lstate: tuple, nets: list) -> None:
+        self.sem = sem
+        self.line = line
+        self.globals = list(lstate[0])
+        self.home = list(lstate[1])
+        self.caches = [list(c) for c in lstate[2]]
+        self.nets = nets
+        self.agent: int | None = None
+        self.msg: tuple[int, tuple[int, ...], int] | None = None  # (src, fields, type)
+        self.locals: dict[str, int] = {}
+        self.performs: list[Perform] = []
+        self.goto: str | None = None
+        self.depth = 0
+
+    def frozen_line(self) -> tuple:
+        return (tuple(self.globals), tuple(self.home), tuple(tuple(c) for c in self.caches))
+
+
+Compiled = Callable[[_Env], Any]
+
+
+def _check(v: int, what: str, span: Span) -> int:
+    if v == UNDEF:
+        raise ModelError(f"read of undefined value ({what})", span)
+    return v
+
+
+class Semantics:
+    """Compiles an IR model once into closures, then answers questions about states."""
+
+    def __init__(self, model: ir.Model) -> None:
+        self.model = model
+        self.n = model.agents
+        self.home_id = model.agents
+        self.home = model.home
+        self.cache = model.caches[0] if model.caches else None
+        self.msg_index = {m.name: i for i, m in enumerate(model.messages)}
+        self.net_index = {n.name: i for i, n in enumerate(model.networks)}
+        self.global_slot = {v.name: i for i, v in enumerate(model.globals)}
+        self.field_pos = {(t, f.name): i for t, m in enumerate(model.messages)
+                          for i, f in enumerate(m.fields)}
+        self.var_slot: dict[tuple[str, str], int] = {}
+        for m in model.machines:
+            for i, v in enumerate(m.vars):
+                self.var_slot[(m.name, v.name)] = i + 1
+        self.monitor = any(p.kind == "coherence" for p in model.properties)
+        self.coherence_names = [p.name for p in model.properties if p.kind == "coherence"]
+        self._guards: dict[tuple[str, int], Compiled | None] = {}
+        self._bodies: dict[tuple[str, int], Callable[[_Env], None]] = {}
+        for m in model.machines:
+            for t in m.transitions:
+                self._guards[(m.name, t.index)] = self.expr(t.guard) if t.guard else None
+                self._bodies[(m.name, t.index)] = self.block(t.body)
+        self._invariants = [(inv, self.expr(inv.expr)) for inv in model.invariants]
+        # message handlers by (machine, message name, state index)
+        self.handlers: dict[tuple[str, str, int], list[ir.Transition]] = {}
+        for m in model.machines:
+            for t in m.transitions:
+                if t.kind == "message":
+                    for s in t.states:
+                        self.handlers.setdefault((m.name, t.name, m.state_index(s)), []).append(t)
+
+    # ------------------------------------------------------------ expressions
+
+    def expr(self, e: ir.Expr) -> Compiled:  # noqa: C901 - one dispatch over the IR
+        if isinstance(e, ir.Lit):
+            v = UNDEF if e.value is None else e.value
+            return lambda env: v
+        if isinstance(e, ir.Local):
+            name = e.name
+            return lambda env: env.locals[name]
+        if isinstance(e, ir.SelfId):
+            return lambda env: env.agent
+        if isinstance(e, ir.GVar):
+            slot = self.global_slot[e.name]
+            return lambda env: env.globals[slot]
+        if isinstance(e, ir.MVar):
+            slot = self.var_slot[(e.machine, e.name)]
+            if e.agent is None:
+                return lambda env: env.home[slot]
+            agent = self.agent_expr(e.agent, e.span)
+            return lambda env: env.caches[agent(env)][slot]
+        if isinstance(e, ir.MState):
+            if e.agent is None:
+                return lambda env: env.home[0]
+            agent = self.agent_expr(e.agent, e.span)
+            return lambda env: env.caches[agent(env)][0]
+        if isinstance(e, ir.MsgField):
+            assert self is not None
+            return self._msg_field(e)
+        if isinstance(e, ir.MsgSrc):
+            return lambda env: env.msg[0]
+        if isinstance(e, ir.Index):
+            base, idx = self.expr(e.base), self.expr(e.index)
+            off = ir.index_offset(e.base.type.index)  # type: ignore[union-attr]
+            span = e.span
+
+            def index(env: _Env) -> int:
+                arr = base(env)
+                if arr == UNDEF:
+                    raise ModelError("read of undefined array", span)
+                return arr[_check(idx(env), "array index", span) - off]
+            return index
+        if isinstance(e, ir.Unary):
+            arg = self.expr(e.arg)
+            span = e.span
+            if e.op == "!":
+                return lambda env: 1 - _check(arg(env), "operand of !", span)
+            return lambda env: -_check(arg(env), "operand of -", span)
+        if isinstance(e, ir.Binary):
+            return self._binary(e)
+        if isinstance(e, ir.SetLit):
+            elems = [self.expr(x) for x in e.elems]
+            span = e.span
+            if isinstance(e.type, ir.SetT):
+                def agent_set(env: _Env) -> int:
+                    mask = 0
+                    for f in elems:
+                        mask |= 1 << _check(f(env), "set element", span)
+                    return mask
+                return agent_set
+            return lambda env: frozenset(f(env) for f in elems)
+        if isinstance(e, ir.Call):
+            arg = self.expr(e.args[0])
+            span = e.span
+            if e.func == "size":
+                return lambda env: _check(arg(env), "set", span).bit_count()
+            return lambda env: int(arg(env) == UNDEF)
+        if isinstance(e, ir.Quant):
+            body = self.expr(e.body)
+            dom = list(ir.domain(e.var_type))
+            name = e.var
+            forall = e.kind == "forall"
+
+            def quant(env: _Env) -> int:
+                saved = env.locals.get(name, None)
+                try:
+                    for v in dom:
+                        env.locals[name] = v
+                        if bool(body(env)) != forall:
+                            return int(not forall)
+                    return int(forall)
+                finally:
+                    if saved is None:
+                        env.locals.pop(name, None)
+                    else:
+                        env.locals[name] = saved
+            return quant
+        if isinstance(e, ir.InFlight):
+            return self._inflight(e)
+        raise TypeError(f"cannot compile {e!r}")  # pragma: no cover
+
+    def agent_expr(self, e: ir.Expr, span: Span) -> Compiled:
+        f = self.expr(e)
+        n = self.n
+
+        def agent(env: _Env) -> int:
+            a = f(env)
+            if a == UNDEF:
+                raise ModelError("agent index is undefined", span)
+            if a >= n:
+                raise ModelError("the home node is not an agent", span)
+            return a
+        return agent
+
+    def _msg_field(self, e: ir.MsgField) -> Compiled:
+        name, pos = e.name, self.field_pos
+
+        def field(env: _Env) -> int:
+            assert env.msg is not None
+            return env.msg[1][pos[(env.msg[2], name)]]
+        return field
+
+    def _binary(self, e: ir.Binary) -> Compiled:
+        a, b = self.expr(e.left), self.expr(e.right)
+        op, span = e.op, e.span
+        if op == "&&":
+            return lambda env: int(bool(_check(a(env), "operand of &&", span)) and bool(
+                _check(b(env), "operand of &&", span)))
+        if op == "||":
+            return lambda env: int(bool(_check(a(env), "operand of ||", span)) or bool(
+                _check(b(env), "operand of ||", span)))
+        if op == "->":
+            return lambda env: int((not _check(a(env), "operand of ->", span)) or bool(
+                _check(b(env), "operand of ->", span)))
+        if op == "in":
+            if isinstance(e.right, ir.SetLit) and not isinstance(e.right.type, ir.SetT):
+                return lambda env: int(_check(a(env), "operand of in", span) in b(env))
+            return lambda env: (_check(b(env), "set", span) >> _check(
+                a(env), "operand of in", span)) & 1
+        if op == "with":
+            return lambda env: _check(a(env), "set", span) | (1 << _check(
+                b(env), "set element", span))
+        if op == "without":
+            return lambda env: _check(a(env), "set", span) & ~(1 << _check(
+                b(env), "set element", span))
+        import operator
+        fn = {"+": operator.add, "-": operator.sub, "==": operator.eq, "!=": operator.ne,
+              "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}[op]
+        what = f"operand of {op}"
+        if op in ("+", "-"):
+            return lambda env: fn(_check(a(env), what, span), _check(b(env), what, span))
+        return lambda env: int(fn(_check(a(env), what, span), _check(b(env), what, span)))
+
+    def _inflight(self, e: ir.InFlight) -> Compiled:
+        t = self.msg_index[e.message]
+        net = self.net_index[self.model.message(e.message).network]
+        ordering = self.model.networks[net].ordering
+        dst = self.expr(e.dst) if e.dst is not None else None
+
+        def inflight(env: _Env) -> int:
+            d = dst(env) if dst is not None else None
+            contents = env.nets[net]
+            if ordering == "unordered":
+                return int(any(m[0] == env.line and m[3] == t and (d is None or m[2] == d)
+                               for m in contents))
+            if ordering == "fifo":
+                return int(any(k[2] == env.line and (d is None or k[1] == d) and any(
+                    q[0] == t for q in queue) for k, queue in contents))
+            return 0
+        return inflight
+
+    # ------------------------------------------------------------ statements
+
+    def block(self, stmts: Iterable[ir.Stmt]) -> Callable[[_Env], None]:
+        compiled = [self.stmt(s) for s in stmts]
+
+        def run(env: _Env) -> None:
+            for c in compiled:
+                c(env)
+        return run
+
+    def stmt(self, s: ir.Stmt) -> Callable[[_Env], None]:  # noqa: C901
+        if isinstance(s, ir.Assign):
+            value = self.expr(s.value)
+            return self._assign(s.target, value, s.span)
+        if isinstance(s, ir.If):
+            cond, then, orelse = self.expr(s.cond), self.block(s.then), self.block(s.orelse)
+            span = s.span
+
+            def if_(env: _Env) -> None:
+                if _check(cond(env), "if condition", span):
+                    then(env)
+                else:
+                    orelse(env)
+            return if_
+        if isinstance(s, ir.For):
+            body = self.block(s.body)
+            dom = list(ir.domain(s.var_type))
+            name = s.var
+
+            def for_(env: _Env) -> None:
+                for v in dom:
+                    env.locals[name] = v
+                    body(env)
+                env.locals.pop(name, None)
+            return for_
+        if isinstance(s, ir.Let):
+            value = self.expr(s.value)
+            name = s.var
+
+            def let(env: _Env) -> None:
+                env.locals[name] = value(env)
+            return let
+        if isinstance(s, ir.Send):
+            args = [self.expr(a) for a in s.args]
+            dst = self.expr(s.dst)
+            t = self.msg_index[s.message]
+            span = s.span
+
+            def send(env: _Env) -> None:
+                d = dst(env)
+                if d == UNDEF:
+                    raise ModelError("send to an undefined destination", span)
+                self.deliver(env, t, tuple(f(env) for f in args), d, span)
+            return send
+        if isinstance(s, ir.Broadcast):
+            args = [self.expr(a) for a in s.args]
+            exclude = self.expr(s.exclude) if s.exclude is not None else None
+            t = self.msg_index[s.message]
+            span = s.span
+
+            def broadcast(env: _Env) -> None:
+                values = tuple(f(env) for f in args)
+                skip = exclude(env) if exclude is not None else None
+                for a in range(self.n):
+                    if a != skip:
+                        self.deliver(env, t, values, a, span)
+            return broadcast
+        if isinstance(s, ir.Goto):
+            target = s.state
+
+            def goto(env: _Env) -> None:
+                env.goto = target
+            return goto
+        if isinstance(s, ir.Perform):
+            value = self.expr(s.value)
+            agent = self.agent_expr(s.agent, s.span)
+            kind, span = s.kind, s.span
+
+            def perform(env: _Env) -> None:
+                v = _check(value(env), f"value of perform {kind}", span)
+                env.performs.append(Perform(agent(env), env.line, kind, v))
+            return perform
+        if isinstance(s, ir.Assert):
+            cond = self.expr(s.cond)
+            text, span = s.text, s.span
+
+            def assert_(env: _Env) -> None:
+                if not _check(cond(env), "assert condition", span):
+                    raise ModelError(f"assertion failed: {text}", span)
+            return assert_
+        raise TypeError(f"cannot compile {s!r}")  # pragma: no cover
+
+    def _assign(self, target: ir.Expr, value: Compiled, span: Span) -> Callable[[_Env], None]:
+        rng = _range_of(target.type)
+
+        def checked(env: _Env) -> int:
+            v = value(env)
+            if rng is not None and v != UNDEF and not rng[0] <= v <= rng[1]:
+                raise ModelError(f"value {v} is out of range {target.type}", span)
+            return v
+
+        if isinstance(target, ir.GVar):
+            slot = self.global_slot[target.name]
+
+            def set_global(env: _Env) -> None:
+                env.globals[slot] = checked(env)
+            return set_global
+        if isinstance(target, ir.MVar):
+            slot = self.var_slot[(target.machine, target.name)]
+            if target.agent is None:
+                def set_home(env: _Env) -> None:
+                    env.home[slot] = checked(env)
+                return set_home
+            agent = self.agent_expr(target.agent, span)
+
+            def set_cache(env: _Env) -> None:
+                env.caches[agent(env)][slot] = checked(env)
+            return set_cache
+        assert isinstance(target, ir.Index)
+        # arrays are tuples: rebuild the element path from the innermost index outwards
+        base_get = self.expr(target.base)
+        idx = self.expr(target.index)
+        off = ir.index_offset(target.base.type.index)  # type: ignore[union-attr]
+
+        def new_value(env: _Env) -> tuple:
+            arr = base_get(env)
+            if arr == UNDEF:
+                raise ModelError("assignment into an undefined array", span)
+            i = _check(idx(env), "array index", span) - off
+            lst = list(arr)
+            lst[i] = checked(env)
+            return tuple(lst)
+        return self._assign(target.base, new_value, span) if not isinstance(
+            target.base, ir.Index) else self._assign(target.base, new_value, span)
+
+    # ------------------------------------------------------------ networks
+
+    def deliver(self, env: _Env, t: int, fields: tuple[int, ...], dst: int, span: Span) -> None:
+        message = self.model.messages[t]
+        net_i = self.net_index[message.network]
+        net = self.model.networks[net_i]
+        src = env.agent if env.agent is not None else self.home_id
+        if net.ordering == "bus":
+            self._deliver_now(env, t, fields, src, dst, span)
+            return
+        contents = env.nets[net_i]
+        if net.ordering == "unordered":
+            if len(contents) >= net.capacity:
+                raise Blocked()
+            env.nets[net_i] = tuple(sorted((*contents, (env.line, src, dst, t, fields))))
+            return
+        key = (src, dst, env.line)
+        queues = dict(contents)
+        queue = queues.get(key, ())
+        if len(queue) >= net.capacity:
+            raise Blocked()
+        queues[key] = (*queue, (t, fields))
+        env.nets[net_i] = tuple(sorted(queues.items()))
+
+    def _deliver_now(self, env: _Env, t: int, fields: tuple[int, ...], src: int, dst: int,
+                     span: Span) -> None:
+        """Atomic bus: the receiver's transition runs inside the sender's step."""
+        if env.depth > 8:
+            raise ModelError("messages on the atomic bus keep triggering each other "
+                             "(more than 8 nested deliveries)", span)
+        machine = self.home if dst == self.home_id else self.cache
+        name = self.model.messages[t].name
+        if machine is None:
+            raise ModelError(f"{name} sent to a machine the spec does not have", span)
+        agent = None if machine.kind == "home" else dst
+        state = env.home[0] if agent is None else env.caches[agent][0]
+        saved = (env.agent, env.msg, env.locals, env.goto)
+        env.agent, env.msg, env.goto = agent, (src, fields, t), None
+        env.locals = {}
+        try:
+            candidates = self.handlers.get((machine.name, name, state), [])
+            enabled = [tr for tr in candidates if not tr.stall and self._guard_ok(env, tr)]
+            if not candidates:
+                raise ModelError(f"no transition for {name} in state "
+                                 f"{machine.state_type.members[state]} of "
+                                 f"{_machine_label(machine, agent)}", span)
+            if any(tr.stall for tr in candidates):
+                raise ModelError(f"{name} cannot stall on the atomic bus", span)
+            if len(enabled) != 1:
+                raise ModelError(f"{len(enabled)} transitions of {machine.name} can take {name} "
+                                 "on the atomic bus; exactly one must", span)
+            env.depth += 1
+            self._bodies[(machine.name, enabled[0].index)](env)
+            env.depth -= 1
+            self._apply_goto(env, machine, agent)
+        finally:
+            env.agent, env.msg, env.locals, env.goto = saved
+
+    def _guard_ok(self, env: _Env, tr: ir.Transition) -> bool:
+        g = self._guards[(tr.machine, tr.index)]
+        return g is None or bool(_check(g(env), "guard", tr.span))
+
+    def _apply_goto(self, env: _Env, machine: ir.Machine, agent: int | None) -> None:
+        if env.goto is not None:
+            idx = machine.state_index(env.goto)
+            if agent is None:
+                env.home[0] = idx
+            else:
+                env.caches[agent][0] = idx
+            env.goto = None
+
+    # ------------------------------------------------------------ states
+
+    def _init_value(self, v: ir.Var) -> Any:
+        init = self.expr(v.init)
+        dummy = _Env(self, 0, ((), (), ()), [])
+        value = init(dummy)
+        if isinstance(v.type, ir.ArrayT):
+            return tuple(value for _ in ir.domain(v.type.index))
+        return value
+
+    def initial_states(self) -> list[State]:
+        m = self.model
+        globals_ = tuple(self._init_value(v) for v in m.globals)
+        home = ()
+        if self.home is not None:
+            home = (self.home.state_index(self.home.init_state),
+                    *(self._init_value(v) for v in self.home.vars))
+        caches = ()
+        if self.cache is not None:
+            one = (self.cache.state_index(self.cache.init_state),
+                   *(self._init_value(v) for v in self.cache.vars))
+            caches = tuple(one for _ in range(self.n))
+        lines = tuple((globals_, home, caches) for _ in range(m.lines))
+        nets = tuple(() for _ in m.networks)
+        monitor: tuple = ()
+        if self.monitor:
+            empty = tuple(-1 for _ in range(m.values))
+            monitor = tuple(tuple((0, empty) for _ in range(self.n)) for _ in range(m.lines))
+        return [(lines, nets, monitor)]
+
+    # ------------------------------------------------------------ actions
+
+    def enabled(self, state: State) -> tuple[list[Outcome], list[Violation]]:
+        """Every enabled action with its outcome, and 'no transition' errors found on the way."""
+        outcomes: list[Outcome] = []
+        problems: list[Violation] = []
+        lines, nets, _ = state
+        m = self.model
+        cache, home = self.cache, self.home
+        for line in range(m.lines):
+            lstate = lines[line]
+            if cache is not None:
+                for agent in range(self.n):
+                    cstate = lstate[2][agent][0]
+                    cname = cache.state_type.members[cstate]
+                    for tr in cache.transitions:
+                        if tr.kind == "message" or cname not in tr.states:
+                            continue
+                        for params in self._param_values(tr):
+                            act = Action(tr.kind, cache.name, agent, line, tr.index, params)
+                            out = self.execute(state, act)
+                            if out is not None:
+                                outcomes.append(out)
+            if home is not None:
+                hname = home.state_type.members[lstate[1][0]]
+                for tr in home.transitions:
+                    if tr.kind != "rule" or hname not in tr.states:
+                        continue
+                    for params in self._param_values(tr):
+                        act = Action("rule", home.name, None, line, tr.index, params)
+                        out = self.execute(state, act)
+                        if out is not None:
+                            outcomes.append(out)
+        for net_i, net in enumerate(m.networks):
+            if net.ordering == "unordered":
+                deliverable = sorted(set(nets[net_i]))
+            elif net.ordering == "fifo":
+                deliverable = [(k[2], k[0], k[1], q[0][0], q[0][1]) for k, q in nets[net_i]]
+            else:
+                continue
+            for msg in deliverable:
+                line, src, dst, t, fields = msg
+                machine = home if dst == self.home_id else cache
+                name = m.messages[t].name
+                agent = None if dst == self.home_id else dst
+                if machine is None:
+                    problems.append(Violation("no-transition", name,
+                                              f"{name} sent to a machine the spec lacks"))
+                    continue
+                sidx = lines[line][1][0] if agent is None else lines[line][2][agent][0]
+                candidates = self.handlers.get((machine.name, name, sidx), [])
+                if not candidates:
+                    problems.append(Violation(
+                        "no-transition", name,
+                        f"no transition for {name} (from {self.node_name(src)}) in state "
+                        f"{machine.state_type.members[sidx]} of {_machine_label(machine, agent)}",
+                        line))
+                    continue
+                for tr in candidates:
+                    if tr.stall:
+                        continue
+                    act = Action("message", machine.name, agent, line, tr.index, (), net_i, msg)
+                    out = self.execute(state, act)
+                    if out is not None:
+                        outcomes.append(out)
+        return outcomes, problems
+
+    def _param_values(self, tr: ir.Transition) -> list[tuple[int, ...]]:
+        combos: list[tuple[int, ...]] = [()]
+        for p in tr.params:
+            combos = [(*c, v) for c in combos for v in ir.domain(p.type)]
+        return combos
+
+    def execute(self, state: State, act: Action) -> Outcome | None:
+        """Run one action. None when it is not enabled (guard false, or a send would block)."""
+        lines, nets, monitor = state
+        machine = self.model.machine(act.machine)
+        tr = machine.transitions[act.transition]
+        env = _Env(self, act.line, lines[act.line], list(nets))
+        env.agent = act.agent
+        for p, v in zip(tr.params, act.params, strict=True):
+            env.locals[p.name] = v
+        if act.kind == "message":
+            line, src, dst, t, fields = act.msg
+            env.msg = (src, fields, t)
+            self._remove_message(env, act.net, act.msg)
+        try:
+            if not self._guard_ok(env, tr):
+                return None
+            self._bodies[(machine.name, tr.index)](env)
+            self._apply_goto(env, machine, act.agent)
+        except Blocked:
+            return None
+        except ModelError as err:
+            return Outcome(act, None, tuple(env.performs), err)
+        new_lines = (*lines[:act.line], env.frozen_line(), *lines[act.line + 1:])
+        new_monitor = monitor
+        if self.monitor and env.performs:
+            try:
+                new_monitor = self._observe(monitor, env.performs)
+            except ModelError as err:
+                return Outcome(act, None, tuple(env.performs), err)
+        return Outcome(act, (new_lines, tuple(env.nets), new_monitor), tuple(env.performs))
+
+    def _remove_message(self, env: _Env, net_i: int, msg: tuple) -> None:
+        net = self.model.networks[net_i]
+        contents = env.nets[net_i]
+        if net.ordering == "unordered":
+            i = contents.index(msg)
+            env.nets[net_i] = contents[:i] + contents[i + 1:]
+        else:
+            line, src, dst = msg[0], msg[1], msg[2]
+            key = (src, dst, line)
+            queues = dict(contents)
+            rest = queues[key][1:]
+            if rest:
+                queues[key] = rest
+            else:
+                del queues[key]
+            env.nets[net_i] = tuple(sorted(queues.items()))
+
+    # ------------------------------------------------------------ coherence monitor
+
+    def _observe(self, monitor: tuple, performs: list[Perform]) -> tuple:
+        """Per-location coherence of performed operations, as a finite monitor.
+
+        Coherence order is the order in which stores are performed; every line starts at 0.
+        Per agent the monitor keeps the value of the write it last observed (``view``) and,
+        for each value written since, the set of values written after that value's first
+        write (``first_after``, a bitmask, -1 when not written). A load may return its view's
+        value or any value written since; it then moves its view to the earliest such write,
+        keeping supersets where writes are ambiguous. So the monitor never reports a false
+        violation, and is exact when writes have distinct values.
+        """
+        mon = [list(line) for line in monitor]
+        for p in performs:
+            agents = mon[p.line]
+            bit = 1 << p.value
+            if p.kind == "store":
+                for b in range(self.n):
+                    if b == p.agent:
+                        continue
+                    view, fa = agents[b]
+                    fa = tuple(m | bit if m >= 0 else m for m in fa)
+                    if fa[p.value] < 0:
+                        fa = (*fa[:p.value], 0, *fa[p.value + 1:])
+                    agents[b] = (view, fa)
+                agents[p.agent] = (p.value, tuple(-1 for _ in range(self.model.values)))
+                continue
+            view, fa = agents[p.agent]
+            if p.value == view:
+                continue
+            if fa[p.value] < 0:
+                written = [str(v) for v in range(self.model.values) if fa[v] >= 0]
+                since = f"only {', '.join(written)} written since" if written else (
+                    "nothing written since")
+                raise CoherenceViolation(
+                    f"per-location coherence violated ({', '.join(self.coherence_names)}): "
+                    f"{self.node_name(p.agent)} read {p.value} on line {p.line} after observing "
+                    f"{view} ({since})", self.coherence_names)
+            after = fa[p.value]
+            new_fa = tuple(fa[v] if (after >> v) & 1 else -1 for v in range(self.model.values))
+            agents[p.agent] = (p.value, new_fa)
+        return tuple(tuple(line) for line in mon)
+
+    # ------------------------------------------------------------ properties
+
+    def invariant_violations(self, state: State) -> list[Violation]:
+        lines, nets, _ = state
+        out = []
+        for line in range(self.model.lines):
+            env = _Env(self, line, lines[line], list(nets))
+            for inv, f in self._invariants:
+                try:
+                    ok = f(env)
+                except ModelError as err:
+                    out.append(Violation("error", inv.name,
+                                         f"invariant {inv.name}: {err.message}", line))
+                    continue
+                if not ok:
+                    out.append(Violation("invariant", inv.name, f"invariant {inv.name} is "
+                                         f"violated on line {line}", line))
+        return out
+
+    def quiescent(self, state: State) -> bool:
+        """Nothing is pending: no message in flight and every machine in a stable state."""
+        lines, nets, _ = state
+        if any(nets):
+            return False
+        for lstate in lines:
+            if self.home is not None and not self.home.states[lstate[1][0]].stable:
+                return False
+            if self.cache is not None and any(
+                    not self.cache.states[c[0]].stable for c in lstate[2]):
+                return False
+        return True
+
+    # ------------------------------------------------------------ naming
+
+    def node_name(self, node: int) -> str:
+        if node == self.home_id:
+            return self.home.name if self.home is not None else "home"
+        return f"{self.cache.name if self.cache else 'agent'}[{node}]"
+
+
+def _machine_label(machine: ir.Machine, agent: int | None) -> str:
+    return machine.name if agent is None else f"{machine.name}[{agent}]"
+
+
+def _range_of(t: ir.Type) -> tuple[int, int] | None:
+    if isinstance(t, ir.IntT):
+        return (t.lo, t.hi)
+    if isinstance(t, (ir.ValueT, ir.AgentT, ir.EnumT)):
+        return (0, t.size() - 1)
+    if isinstance(t, ir.NodeT):
+        return (0, t.n)
+    return None

@@ -1,0 +1,49 @@
+"""The front end's entry points: file or text in, IR out (parse, then check & lower)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from coherence.errors import NO_SPAN, Span, SpecError
+from coherence.ir import Model
+from coherence.spec.lower import lower
+from coherence.spec.parse import parse
+
+
+def load_spec_text(text: str, file: str = "<spec>",
+                   overrides: Mapping[str, int] | None = None) -> Model:
+    return lower(parse(text, file), file, text, dict(overrides or {}))
+
+
+def load_spec(path: str | Path, overrides: Mapping[str, int] | None = None) -> Model:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError("no such file", Span(str(path), 0, 0)) from None
+    except IsADirectoryError:
+        raise SpecError("is a directory, not a spec file", Span(str(path), 0, 0)) from None
+    except UnicodeDecodeError as e:
+        raise SpecError(f"not UTF-8 text ({e.reason} at byte {e.start})",
+                        Span(str(path), 0, 0)) from None
+    except OSError as e:
+        raise SpecError(f"cannot read: {e.strerror}", Span(str(path), 0, 0)) from None
+    return load_spec_text(text, str(path), overrides)
+
+
+def parse_overrides(items: list[str], agents: int | None = None) -> dict[str, int]:
+    """``--param NAME=VALUE`` strings (and ``--agents N``) to a dict; bad ones are errors."""
+    out: dict[str, int] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        name, value = name.strip(), value.strip()
+        if not sep or not name:
+            raise SpecError(f"--param {item!r}: expected NAME=VALUE", NO_SPAN)
+        try:
+            out[name] = int(value)
+        except ValueError:
+            raise SpecError(f"--param {name}: {value!r} is not an integer", NO_SPAN) from None
+    if agents is not None:
+        out["agents"] = agents
+    return out

@@ -1,0 +1,1028 @@
+"""Pass 2: resolve names and types once, check the spec, and build the IR.
+
+Every semantic error (unknown name, type mismatch, duplicate declaration or transition, wrong
+number of message fields, constant out of range, bad parameter override) is raised as a
+located SpecError pointing at the offending token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import attrs
+import lark
+from lark import Token, Tree
+
+from coherence import ir
+from coherence.errors import NO_SPAN, Span, SpecError
+
+BUILTIN_PARAMS = {"agents": 2, "lines": 1, "values": 2}
+ORDERINGS = ("bus", "fifo", "unordered")
+PERFORM_KINDS = ("load", "store")
+PROPERTY_KINDS = ("coherence",)
+RESERVED = {"self", "home", "msg", "state", "true", "false", "undefined", "bool", "value",
+            "agent", "node", "int", "set", "array"}
+
+
+@attrs.define
+class _Ctx:
+    """Where an expression is being lowered: which machine, transition kind, bound names."""
+
+    machine: ir.Machine | None = None
+    message: ir.Message | None = None
+    locals: list[dict[str, ir.Type]] = attrs.Factory(lambda: [{}])
+    in_invariant: bool = False
+
+
+class _MachineRef:
+    """``Cache[a]`` or ``Home`` while lowering ``.var`` / ``.state`` after it."""
+
+    def __init__(self, machine: ir.Machine, agent: ir.Expr | None) -> None:
+        self.machine = machine
+        self.agent = agent
+
+
+def lower(tree: Tree, file: str, source: str, overrides: dict[str, int]) -> ir.Model:
+    return _Lowerer(file, source).run(tree, overrides)
+
+
+class _Lowerer:
+    def __init__(self, file: str, source: str) -> None:
+        self.file = file
+        self.source = source
+        self.params: dict[str, ir.Param] = {}
+        self.enums: dict[str, ir.EnumT] = {}
+        self.enum_members: dict[str, tuple[ir.EnumT, int]] = {}
+        self.networks: dict[str, ir.Network] = {}
+        self.messages: dict[str, ir.Message] = {}
+        self.events: dict[str, ir.Event] = {}
+        self.globals: dict[str, ir.Var] = {}
+        self.machines: dict[str, ir.Machine] = {}
+        self.decl_spans: dict[str, Span] = {}
+
+    # ------------------------------------------------------------ helpers
+
+    def span(self, node: Tree | Token | None) -> Span:
+        if node is None:
+            return Span(self.file, 0, 0)
+        if isinstance(node, Token):
+            return Span(self.file, node.line or 0, node.column or 0)
+        meta = node.meta
+        if getattr(meta, "empty", True):
+            for child in node.children:
+                if isinstance(child, (Tree, Token)):
+                    return self.span(child)
+            return Span(self.file, 0, 0)
+        return Span(self.file, meta.line, meta.column)
+
+    def error(self, message: str, node: Tree | Token | Span | None) -> SpecError:
+        span = node if isinstance(node, Span) else self.span(node)
+        return SpecError(message, span, self.source)
+
+    def declare(self, name: Token, what: str) -> None:
+        text = str(name)
+        if text in RESERVED:
+            raise self.error(f"'{text}' is a reserved word and cannot name a {what}", name)
+        if text in self.decl_spans:
+            first = self.decl_spans[text]
+            raise self.error(f"duplicate name '{text}' (first declared at {first})", name)
+        self.decl_spans[text] = self.span(name)
+
+    @property
+    def agents(self) -> int:
+        return self.params["agents"].value
+
+    @property
+    def values(self) -> int:
+        return self.params["values"].value
+
+    # ------------------------------------------------------------ driver
+
+    def run(self, tree: Tree, overrides: dict[str, int]) -> ir.Model:
+        items = [c for c in tree.children if isinstance(c, Tree)]
+        by_kind: dict[str, list[Tree]] = {}
+        for item in items:
+            by_kind.setdefault(item.data, []).append(item)
+        for node in by_kind.get("param_decl", []):
+            self.param_decl(node)
+        self.apply_overrides(overrides)
+        for node in by_kind.get("enum_decl", []):
+            self.enum_decl(node)
+        for node in by_kind.get("network_decl", []):
+            self.network_decl(node)
+        for node in by_kind.get("message_decl", []):
+            self.message_decl(node)
+        for node in by_kind.get("event_decl", []):
+            self.event_decl(node)
+        for node in by_kind.get("global_var", []):
+            self.global_var(node)
+        machine_nodes = by_kind.get("machine_decl", [])
+        for node in machine_nodes:
+            self.machine_header(node)
+        for node in machine_nodes:
+            self.machine_body(node)
+        invariants = tuple(self.invariant_decl(n) for n in by_kind.get("invariant_decl", []))
+        properties = tuple(self.property_decl(n) for n in by_kind.get("property_decl", []))
+        self.check_message_handlers()
+        return ir.Model(
+            file=self.file,
+            params=tuple(self.params.values()),
+            agents=self.agents,
+            lines=self.params["lines"].value,
+            values=self.values,
+            enums=tuple(self.enums.values()),
+            networks=tuple(self.networks.values()),
+            messages=tuple(self.messages.values()),
+            events=tuple(self.events.values()),
+            globals=tuple(self.globals.values()),
+            machines=tuple(self.machines.values()),
+            invariants=invariants,
+            properties=properties,
+        )
+
+    # ------------------------------------------------------------ params
+
+    def param_decl(self, node: Tree) -> None:
+        name, value, rng = node.children
+        self.declare(name, "parameter")
+        default = int(value)
+        lo, hi = (1, 1 << 16) if str(name) in BUILTIN_PARAMS else (0, 1 << 16)
+        if rng is not None:
+            lo, hi = int(rng.children[0]), int(rng.children[1])
+            if lo > hi:
+                raise self.error(f"empty range {lo}..{hi}", rng)
+        if not lo <= default <= hi:
+            raise self.error(f"default {default} of '{name}' is outside {lo}..{hi}", value)
+        self.params[str(name)] = ir.Param(str(name), default, default, lo, hi, self.span(name))
+
+    def apply_overrides(self, overrides: dict[str, int]) -> None:
+        for name, default in BUILTIN_PARAMS.items():
+            if name not in self.params:
+                self.params[name] = ir.Param(name, default, default, 1, 1 << 16,
+                                             Span(self.file, 0, 0))
+        for name, value in overrides.items():
+            if name not in self.params:
+                known = ", ".join(sorted(self.params))
+                raise SpecError(f"--param {name}: the spec has no parameter '{name}' "
+                                f"(it has: {known})", NO_SPAN)
+            p = self.params[name]
+            if not p.lo <= value <= p.hi:
+                raise SpecError(f"--param {name}={value}: must be in {p.lo}..{p.hi}", NO_SPAN)
+            self.params[name] = attrs.evolve(p, value=value)
+        if self.agents > 16:
+            raise SpecError(f"--param agents={self.agents}: at most 16 agents are supported",
+                            NO_SPAN)
+
+    def const(self, node: Tree | Token) -> int:
+        """Evaluate a constant expression: numbers, parameters, + and -."""
+        if isinstance(node, Tree):
+            if node.data == "int_lit":
+                return int(node.children[0])
+            if node.data == "name":
+                name = str(node.children[0])
+                if name in self.params:
+                    return self.params[name].value
+                raise self.error(f"'{name}' is not a parameter; sizes must be constant", node)
+            if node.data == "arith":
+                a, op, b = node.children
+                return self.const(a) + self.const(b) if op == "+" else (
+                    self.const(a) - self.const(b))
+            if node.data == "neg":
+                return -self.const(node.children[0])
+        raise self.error("expected a constant (numbers, parameters, + and -)", node)
+
+    # ------------------------------------------------------------ types
+
+    def type_(self, node: Tree) -> ir.Type:
+        kind = node.data
+        name = str(node.children[0])
+        if kind == "named_type":
+            simple: dict[str, ir.Type] = {
+                "bool": ir.BoolT(), "value": ir.ValueT(self.values),
+                "agent": ir.AgentT(self.agents), "node": ir.NodeT(self.agents),
+            }
+            if name in simple:
+                return simple[name]
+            if name in self.enums:
+                return self.enums[name]
+            if name == "int":
+                raise self.error("'int' needs bounds, e.g. int[0..3]", node)
+            raise self.error(f"unknown type '{name}'", node)
+        if kind == "range_type":
+            if name != "int":
+                raise self.error(f"only 'int' takes bounds, not '{name}'", node)
+            lo, hi = self.const(node.children[1]), self.const(node.children[2])
+            if lo > hi:
+                raise self.error(f"empty range int[{lo}..{hi}]", node)
+            if hi - lo > 1 << 16:
+                raise self.error(f"range int[{lo}..{hi}] is too large for a finite model", node)
+            return ir.IntT(lo, hi)
+        args = [self.type_(c) for c in node.children[1:]]
+        if name == "set":
+            if len(args) != 1 or not isinstance(args[0], ir.AgentT):
+                raise self.error("only sets of agents are supported: set<agent>", node)
+            return ir.SetT(args[0])
+        if name == "array":
+            if len(args) != 2:
+                raise self.error("array takes an index type and an element type: "
+                                 "array<agent, T>", node)
+            if not isinstance(args[0], ir.SCALAR_INDEX_TYPES):
+                raise self.error(f"cannot index an array by {args[0]}", node)
+            return ir.ArrayT(args[0], args[1])
+        raise self.error(f"unknown type '{name}'", node)
+
+    # ------------------------------------------------------------ declarations
+
+    def enum_decl(self, node: Tree) -> None:
+        name, *members = node.children
+        self.declare(name, "enum")
+        seen: set[str] = set()
+        for m in members:
+            if str(m) in seen:
+                raise self.error(f"duplicate member '{m}' in enum {name}", m)
+            seen.add(str(m))
+        enum = ir.EnumT(str(name), tuple(str(m) for m in members))
+        self.enums[str(name)] = enum
+        for i, m in enumerate(members):
+            self.declare(m, "enum member")
+            self.enum_members[str(m)] = (enum, i)
+
+    def network_decl(self, node: Tree) -> None:
+        name, ordering, *options = node.children
+        self.declare(name, "network")
+        if str(ordering) not in ORDERINGS:
+            raise self.error(f"unknown network ordering '{ordering}' "
+                             f"(expected one of: {', '.join(ORDERINGS)})", ordering)
+        capacity: int | None = None
+        for opt in options:
+            key, value = opt.children
+            if str(key) != "capacity":
+                raise self.error(f"unknown network option '{key}' (expected: capacity)", key)
+            capacity = self.const(value)
+            if capacity < 1:
+                raise self.error(f"capacity must be at least 1, got {capacity}", value)
+        if capacity is None:
+            if str(ordering) != "bus":
+                raise self.error(f"network '{name}' needs a capacity, e.g. "
+                                 f"'network {name}: {ordering}, capacity = 4;'", name)
+            capacity = 1
+        self.networks[str(name)] = ir.Network(str(name), str(ordering), capacity,
+                                              self.span(name))
+
+    def fields(self, node: Tree | None, what: str) -> tuple[ir.Field, ...]:
+        if node is None:
+            return ()
+        out: list[ir.Field] = []
+        seen: set[str] = set()
+        for f in node.children:
+            if f is None:
+                continue
+            fname, ftype = f.children
+            if str(fname) in seen:
+                raise self.error(f"duplicate field '{fname}' in {what}", fname)
+            if str(fname) in ("src", "dst"):
+                raise self.error(f"'{fname}' is implicit in every message; choose another "
+                                 "name", fname)
+            seen.add(str(fname))
+            out.append(ir.Field(str(fname), self.type_(ftype), self.span(fname)))
+        return tuple(out)
+
+    def message_decl(self, node: Tree) -> None:
+        name, field_list, on_net = node.children
+        self.declare(name, "message")
+        if on_net is not None:
+            net_name = on_net.children[0]
+            if str(net_name) not in self.networks:
+                raise self.error(f"unknown network '{net_name}'", net_name)
+            network = str(net_name)
+        elif len(self.networks) == 1:
+            network = next(iter(self.networks))
+        elif not self.networks:
+            raise self.error(f"message '{name}' has no network to travel on: declare one, "
+                             "e.g. 'network net: unordered, capacity = 4;'", name)
+        else:
+            raise self.error(f"message '{name}' must say which network it travels on "
+                             f"('on NAME'; networks: {', '.join(self.networks)})", name)
+        self.messages[str(name)] = ir.Message(
+            str(name), self.fields(field_list, f"message {name}"), network, self.span(name))
+
+    def event_decl(self, node: Tree) -> None:
+        name, field_list = node.children
+        self.declare(name, "event")
+        self.events[str(name)] = ir.Event(str(name), self.fields(field_list, f"event {name}"),
+                                          self.span(name))
+
+    def global_var(self, node: Tree) -> None:
+        ghost, name, type_node, init = node.children
+        self.declare(name, "variable")
+        t = self.type_(type_node)
+        value = self.init_expr(init, t)
+        self.globals[str(name)] = ir.Var(str(name), t, value, ghost is not None, self.span(name))
+
+    def init_expr(self, node: Tree, t: ir.Type) -> ir.Expr:
+        ctx = _Ctx(in_invariant=True)
+        value = self.expr(node, ctx, expected=t)
+        self.check_assignable(t, value, node)
+        if not _is_constant(value):
+            raise self.error("an initial value must be a constant", node)
+        return value
+
+    # ------------------------------------------------------------ machines
+
+    def machine_header(self, node: Tree) -> None:
+        kind, name, *members = node.children
+        self.declare(name, "machine")
+        kind = str(kind)
+        if any(m.kind == kind for m in self.machines.values()):
+            other = next(m for m in self.machines.values() if m.kind == kind)
+            raise self.error(f"only one {kind} machine is allowed (first: '{other.name}' at "
+                             f"{other.span})", name)
+        states: list[ir.StateDecl] = []
+        init: str | None = None
+        for member in members:
+            if member.data == "state_decl":
+                stable_tok, *names = member.children
+                stable = stable_tok is None or str(stable_tok) == "stable"
+                for n in names:
+                    if any(s.name == str(n) for s in states):
+                        first = next(s for s in states if s.name == str(n))
+                        raise self.error(f"duplicate state '{n}' in machine {name} (first "
+                                         f"declared at {first.span})", n)
+                    if str(n) in RESERVED:
+                        raise self.error(f"'{n}' is a reserved word and cannot name a state", n)
+                    states.append(ir.StateDecl(str(n), stable, self.span(n)))
+            elif member.data == "init_decl":
+                if init is not None:
+                    raise self.error(f"machine {name} has two 'init' declarations", member)
+                init_tok = member.children[0]
+                init = str(init_tok)
+                init_node = init_tok
+        if not states:
+            raise self.error(f"machine {name} declares no states", name)
+        if init is None:
+            raise self.error(f"machine {name} has no 'init STATE;'", name)
+        if init not in [s.name for s in states]:
+            raise self.error(f"unknown state '{init}' in machine {name}", init_node)
+        state_type = ir.StateT(str(name), tuple(s.name for s in states))
+        self.machines[str(name)] = ir.Machine(str(name), kind, tuple(states), init, (), (),
+                                              state_type, self.span(name))
+
+    def machine_body(self, node: Tree) -> None:
+        _, name, *members = node.children
+        machine = self.machines[str(name)]
+        variables: list[ir.Var] = []
+        for member in members:
+            if member.data != "var_decl":
+                continue
+            ghost, vname, type_node, init = member.children
+            if str(vname) in RESERVED:
+                raise self.error(f"'{vname}' is a reserved word and cannot name a variable",
+                                 vname)
+            for v in variables:
+                if v.name == str(vname):
+                    raise self.error(f"duplicate variable '{vname}' in machine {name} (first "
+                                     f"declared at {v.span})", vname)
+            if str(vname) in self.globals:
+                raise self.error(f"variable '{vname}' hides the global of that name", vname)
+            t = self.type_(type_node)
+            variables.append(ir.Var(str(vname), t, self.init_expr(init, t), ghost is not None,
+                                    self.span(vname)))
+        machine = attrs.evolve(machine, vars=tuple(variables))
+        self.machines[str(name)] = machine
+        transitions: list[ir.Transition] = []
+        seen: dict[tuple[str, str], Span] = {}
+        for member in members:
+            if member.data in ("transition", "rule_decl"):
+                t = self.transition(machine, member, len(transitions))
+                if t.guard is None:
+                    for s in t.states:
+                        key = (t.name, s)
+                        if key in seen and t.kind != "rule":
+                            raise self.error(f"duplicate transition for {t.name} in state {s} "
+                                             f"(first at {seen[key]})", member)
+                        seen[key] = t.span
+                transitions.append(t)
+        self.machines[str(name)] = attrs.evolve(machine, transitions=tuple(transitions))
+
+    def state_names(self, machine: ir.Machine, node: Tree | None) -> tuple[str, ...]:
+        if node is None:
+            return machine.state_type.members
+        out: list[str] = []
+        for tok in node.children:
+            if str(tok) not in machine.state_type.members:
+                raise self.error(f"unknown state '{tok}' in machine {machine.name}", tok)
+            if str(tok) in out:
+                raise self.error(f"state '{tok}' is listed twice", tok)
+            out.append(str(tok))
+        return tuple(out)
+
+    def transition(self, machine: ir.Machine, node: Tree, index: int) -> ir.Transition:
+        ctx = _Ctx(machine=machine)
+        if node.data == "rule_decl":
+            name, params_node, in_clause, when_clause, body = node.children
+            params = self.fields(params_node, f"rule {name}") if params_node else ()
+            for p in params:
+                if not _enumerable(p.type):
+                    raise self.error(f"rule parameter '{p.name}' must have a finite scalar type",
+                                     p.span)
+                ctx.locals[-1][p.name] = p.type
+            kind, stall = "rule", False
+        else:
+            name, ev_params, in_clause, when_clause, tail = node.children
+            stall = isinstance(tail, Tree) and tail.data == "stall"
+            body = None if stall else tail
+            if str(name) in self.events:
+                kind = "event"
+                if machine.kind != "cache":
+                    raise self.error(f"processor event '{name}' can only be handled by the cache "
+                                     "machine", name)
+                if stall:
+                    raise self.error("'stall' is for messages; a processor event with no "
+                                     "transition in a state simply waits", tail)
+                event = self.events[str(name)]
+                got = ev_params.children if ev_params else []
+                if len(got) != len(event.params):
+                    raise self.error(f"event {name} has {len(event.params)} parameter(s), "
+                                     f"got {len(got)}", ev_params or name)
+                params = tuple(ir.Field(str(g), p.type, self.span(g))
+                               for g, p in zip(got, event.params, strict=True))
+                for p in params:
+                    ctx.locals[-1][p.name] = p.type
+            elif str(name) in self.messages:
+                kind = "message"
+                if ev_params is not None:
+                    raise self.error("message fields are read as msg.FIELD, not bound as "
+                                     "parameters", ev_params)
+                ctx.message = self.messages[str(name)]
+                params = ()
+            else:
+                raise self.error(f"'{name}' is neither a declared event nor a message", name)
+        states = self.state_names(machine, in_clause)
+        guard = None
+        if when_clause is not None:
+            guard = self.expr(when_clause.children[0], ctx)
+            self.expect_bool(guard, when_clause.children[0])
+        stmts = () if body is None else self.block(body, ctx)
+        return ir.Transition(machine.name, kind, str(name), params, states, guard, stmts, stall,
+                             index, self.span(node))
+
+    def check_message_handlers(self) -> None:
+        """Catch statically what is certainly a 'no rule' error: a message nobody handles."""
+        handled = {(t.name, m.kind) for m in self.machines.values() for t in m.transitions}
+        for m in self.messages.values():
+            if not any(name == m.name for name, _ in handled):
+                continue  # an unsent, unhandled message type is harmless
+        # Sends to a machine that has no transition for the message at all.
+        for machine in self.machines.values():
+            for t in machine.transitions:
+                for s in _walk_stmts(t.body):
+                    if isinstance(s, (ir.Send, ir.Broadcast)):
+                        self.check_receiver(s)
+
+    def check_receiver(self, s: ir.Send | ir.Broadcast) -> None:
+        kinds: set[str] = set()
+        if isinstance(s, ir.Broadcast):
+            kinds.add("cache")
+        elif isinstance(s.dst, ir.Lit) and s.dst.value == self.agents:
+            kinds.add("home")
+        elif isinstance(s.dst.type, ir.AgentT):
+            kinds.add("cache")
+        else:
+            kinds.update(("cache", "home"))
+        receivers = [m for m in self.machines.values() if m.kind in kinds]
+        if not receivers:
+            raise self.error(f"message {s.message} is sent to a {' or '.join(sorted(kinds))} "
+                             "machine, but the spec has none", s.span)
+        if not any(t.name == s.message for m in receivers for t in m.transitions):
+            names = " or ".join(m.name for m in receivers)
+            raise self.error(f"message {s.message} is sent, but {names} has no transition for "
+                             "it", s.span)
+
+    def invariant_decl(self, node: Tree) -> ir.Invariant:
+        aux, name, expr_node = node.children
+        self.declare(name, "invariant")
+        ctx = _Ctx(in_invariant=True)
+        e = self.expr(expr_node, ctx)
+        self.expect_bool(e, expr_node)
+        return ir.Invariant(str(name), e, aux is not None, self.span(name))
+
+    def property_decl(self, node: Tree) -> ir.Property:
+        name, kind = node.children
+        self.declare(name, "property")
+        if str(kind) not in PROPERTY_KINDS:
+            raise self.error(f"unknown property kind '{kind}' (expected: "
+                             f"{', '.join(PROPERTY_KINDS)})", kind)
+        return ir.Property(str(name), str(kind), self.span(name))
+
+    # ------------------------------------------------------------ statements
+
+    def block(self, node: Tree, ctx: _Ctx) -> tuple[ir.Stmt, ...]:
+        with self.scope(ctx):
+            return tuple(self.stmt(s, ctx) for s in node.children)
+
+    @contextmanager
+    def scope(self, ctx: _Ctx) -> Iterator[None]:
+        ctx.locals.append({})
+        try:
+            yield
+        finally:
+            ctx.locals.pop()
+
+    def bind(self, ctx: _Ctx, name: Token, t: ir.Type) -> None:
+        if str(name) in RESERVED:
+            raise self.error(f"'{name}' is a reserved word", name)
+        for frame in ctx.locals:
+            if str(name) in frame:
+                raise self.error(f"'{name}' is already bound here", name)
+        ctx.locals[-1][str(name)] = t
+
+    def stmt(self, node: Tree, ctx: _Ctx) -> ir.Stmt:
+        sp = self.span(node)
+        kind = node.data
+        machine = ctx.machine
+        assert machine is not None
+        if kind == "assign":
+            target_node, value_node = node.children
+            target = self.lvalue(target_node, ctx)
+            value = self.expr(value_node, ctx, expected=target.type)
+            self.check_assignable(target.type, value, value_node)
+            return ir.Assign(target, value, sp)
+        if kind == "undefine":
+            target = self.lvalue(node.children[0], ctx)
+            return ir.Assign(target, ir.Lit(target.type, None, sp), sp)
+        if kind == "let_stmt":
+            name, value_node = node.children
+            value = self.expr(value_node, ctx)
+            self.bind(ctx, name, value.type)
+            return ir.Let(str(name), value, sp)
+        if kind == "call_stmt":
+            return self.method_call(node.children[0], ctx)
+        if kind == "if_stmt":
+            cond_node, then_node, else_node = node.children
+            cond = self.expr(cond_node, ctx)
+            self.expect_bool(cond, cond_node)
+            then = self.block(then_node, ctx)
+            orelse: tuple[ir.Stmt, ...] = ()
+            if else_node is not None:
+                inner = else_node.children[0]
+                orelse = (self.stmt(inner, ctx),) if inner.data == "if_stmt" else self.block(
+                    inner, ctx)
+            return ir.If(cond, then, orelse, sp)
+        if kind == "for_stmt":
+            name, type_node, body_node = node.children
+            t = self.type_(type_node)
+            if not _enumerable(t):
+                raise self.error(f"cannot loop over {t}", type_node)
+            with self.scope(ctx):
+                self.bind(ctx, name, t)
+                body = self.block(body_node, ctx)
+            return ir.For(str(name), t, body, sp)
+        if kind == "send":
+            name, args_node, dst_node = node.children
+            message = self.message_ref(name)
+            args = self.message_args(message, args_node, name, ctx)
+            dst = self.expr(dst_node, ctx)
+            if not isinstance(dst.type, (ir.AgentT, ir.NodeT)):
+                raise self.error(f"send destination must be an agent or home, got {dst.type}",
+                                 dst_node)
+            return ir.Send(message.name, args, dst, sp)
+        if kind == "broadcast":
+            name, args_node, except_node = node.children
+            message = self.message_ref(name)
+            args = self.message_args(message, args_node, name, ctx)
+            exclude = None
+            if except_node is not None:
+                exclude = self.expr(except_node.children[0], ctx)
+                if not isinstance(exclude.type, (ir.AgentT, ir.NodeT)):
+                    raise self.error(f"'except' needs an agent, got {exclude.type}",
+                                     except_node.children[0])
+            return ir.Broadcast(message.name, args, exclude, sp)
+        if kind == "goto":
+            target = node.children[0]
+            if str(target) not in machine.state_type.members:
+                raise self.error(f"unknown state '{target}' in machine {machine.name}", target)
+            return ir.Goto(str(target), sp)
+        if kind == "perform":
+            op, value_node, by_node = node.children
+            if str(op) not in PERFORM_KINDS:
+                raise self.error(f"unknown operation '{op}' (expected: load, store)", op)
+            if value_node is None:
+                raise self.error(f"perform {op} needs the value, e.g. perform {op}(data)", op)
+            value = self.expr(value_node, ctx)
+            if not isinstance(value.type, ir.ValueT):
+                raise self.error(f"perform {op} takes a value, got {value.type}", value_node)
+            if by_node is not None:
+                agent = self.expr(by_node.children[0], ctx)
+                if not isinstance(agent.type, (ir.AgentT, ir.NodeT)):
+                    raise self.error(f"'by' needs an agent, got {agent.type}",
+                                     by_node.children[0])
+            elif machine.kind == "cache":
+                agent = ir.SelfId(ir.AgentT(self.agents), sp)
+            else:
+                raise self.error(f"perform {op} in the home machine must say for which agent "
+                                 "('by msg.src')", node)
+            return ir.Perform(str(op), value, agent, sp)
+        if kind == "assert_stmt":
+            cond_node, text = node.children
+            cond = self.expr(cond_node, ctx)
+            self.expect_bool(cond, cond_node)
+            label = str(text)[1:-1] if text is not None else "assertion failed"
+            return ir.Assert(cond, label, sp)
+        raise self.error(f"unsupported statement {kind}", node)  # pragma: no cover
+
+    def message_ref(self, name: Token) -> ir.Message:
+        if str(name) not in self.messages:
+            raise self.error(f"unknown message '{name}'", name)
+        return self.messages[str(name)]
+
+    def message_args(self, message: ir.Message, args_node: Tree | None, at: Token,
+                     ctx: _Ctx) -> tuple[ir.Expr, ...]:
+        arg_nodes = [a for a in (args_node.children if args_node else []) if a is not None]
+        if len(arg_nodes) != len(message.fields):
+            raise self.error(f"message {message.name} has {len(message.fields)} field(s), got "
+                             f"{len(arg_nodes)}", args_node or at)
+        out = []
+        for f, a in zip(message.fields, arg_nodes, strict=True):
+            e = self.expr(a, ctx, expected=f.type)
+            self.check_assignable(f.type, e, a, what=f"field '{f.name}' of {message.name}")
+            out.append(e)
+        return tuple(out)
+
+    def method_call(self, node: Tree, ctx: _Ctx) -> ir.Stmt:
+        if node.data != "call" or node.children[0].data != "attr":
+            raise self.error("this expression has no effect; statements are assignments, "
+                             "calls like s.add(a), send, goto, ...", node)
+        target_node, method = node.children[0].children
+        args = [a for a in node.children[1].children if a is not None]
+        target = self.lvalue(target_node, ctx)
+        sp = self.span(node)
+        if not isinstance(target.type, ir.SetT):
+            raise self.error(f"'{method}' is a set method, but the target is {target.type}",
+                             method)
+        if str(method) == "clear":
+            if args:
+                raise self.error("clear() takes no arguments", node)
+            return ir.Assign(target, ir.Lit(target.type, 0, sp), sp)
+        if str(method) in ("add", "remove"):
+            if len(args) != 1:
+                raise self.error(f"{method}() takes one agent", node)
+            elem = self.expr(args[0], ctx)
+            if not isinstance(elem.type, (ir.AgentT, ir.NodeT)):
+                raise self.error(f"{method}() takes an agent, got {elem.type}", args[0])
+            op = "with" if str(method) == "add" else "without"
+            return ir.Assign(target, ir.Binary(op, target, elem, target.type, sp), sp)
+        raise self.error(f"unknown set method '{method}' (expected: add, remove, clear)",
+                         method)
+
+    def lvalue(self, node: Tree, ctx: _Ctx) -> ir.GVar | ir.MVar | ir.Index:
+        e = self.expr(node, ctx)
+        if isinstance(e, (ir.GVar, ir.MVar)):
+            return e
+        if isinstance(e, ir.Index):
+            base = e.base
+            while isinstance(base, ir.Index):
+                base = base.base
+            if isinstance(base, (ir.GVar, ir.MVar)):
+                return e
+        if isinstance(e, ir.MState):
+            raise self.error("the control state changes only with 'goto'", node)
+        raise self.error("cannot assign to this expression", node)
+
+    # ------------------------------------------------------------ expressions
+
+    def expect_bool(self, e: ir.Expr, node: Tree) -> None:
+        if not isinstance(e.type, ir.BoolT):
+            raise self.error(f"expected a bool, got {e.type}", node)
+
+    def check_assignable(self, to: ir.Type, value: ir.Expr, node: Tree,
+                         what: str = "") -> None:
+        where = f" for {what}" if what else ""
+        if isinstance(value, ir.Lit) and value.value is None:
+            return
+        if not ir.assignable(to, value.type):
+            raise self.error(f"type mismatch{where}: expected {to}, got {value.type}", node)
+        if isinstance(to, ir.IntT) and isinstance(value, ir.Lit) and value.value is not None:
+            if not to.lo <= value.value <= to.hi:
+                raise self.error(f"constant {value.value} is outside {to}", node)
+
+    def lookup_local(self, ctx: _Ctx, name: str) -> ir.Type | None:
+        for frame in reversed(ctx.locals):
+            if name in frame:
+                return frame[name]
+        return None
+
+    def expr(self, node: Tree | Token, ctx: _Ctx, expected: ir.Type | None = None) -> ir.Expr:
+        result = self._expr(node, ctx, expected)
+        if isinstance(result, _MachineRef):
+            raise self.error(f"'{result.machine.name}' is a machine; read a variable or its "
+                             "state, e.g. .state", node)
+        return result
+
+    def _expr(self, node: Tree | Token, ctx: _Ctx,
+              expected: ir.Type | None = None) -> ir.Expr | _MachineRef:
+        sp = self.span(node)
+        kind = node.data
+        if kind == "int_lit":
+            value = int(node.children[0])
+            if isinstance(expected, ir.ValueT):
+                if not 0 <= value < expected.n:
+                    raise self.error(f"data value {value} is outside 0..{expected.n - 1} "
+                                     f"(values = {expected.n})", node)
+                return ir.Lit(expected, value, sp)
+            return ir.Lit(ir.IntT(value, value), value, sp)
+        if kind == "name":
+            return self.name(node.children[0], ctx, expected)
+        if kind == "set_lit":
+            elems_nodes = [c for c in node.children if c is not None]
+            if not elems_nodes:
+                if isinstance(expected, ir.SetT):
+                    return ir.Lit(expected, 0, sp)
+                return ir.Lit(ir.SetT(ir.AgentT(self.agents)), 0, sp)
+            elem_expected = expected.elem if isinstance(expected, ir.SetT) else None
+            elems = [self.expr(c, ctx, elem_expected) for c in elems_nodes]
+            t0 = elems[0].type
+            for e, n in zip(elems, elems_nodes, strict=True):
+                if type(e.type) is not type(t0) or (
+                        isinstance(t0, (ir.StateT, ir.EnumT)) and e.type != t0):
+                    raise self.error(f"set elements must all have one type: {t0} and {e.type}",
+                                     n)
+            if isinstance(t0, (ir.AgentT, ir.NodeT)):
+                return ir.SetLit(tuple(elems), ir.SetT(ir.AgentT(self.agents)), sp)
+            return ir.SetLit(tuple(elems), t0, sp)
+        if kind == "attr":
+            return self.attr(node, ctx)
+        if kind == "index":
+            base_node, idx_node = node.children
+            if base_node.data == "name" and str(base_node.children[0]) in self.machines:
+                m = self.machines[str(base_node.children[0])]
+                if m.kind != "cache":
+                    raise self.error(f"'{m.name}' is the home machine; it is not indexed by "
+                                     "agent", node)
+                agent = self.expr(idx_node, ctx)
+                if not isinstance(agent.type, (ir.AgentT, ir.NodeT)):
+                    raise self.error(f"'{m.name}' is indexed by agent, got {agent.type}",
+                                     idx_node)
+                return _MachineRef(m, agent)
+            base = self.expr(base_node, ctx)
+            if not isinstance(base.type, ir.ArrayT):
+                raise self.error(f"cannot index a value of type {base.type}", base_node)
+            idx = self.expr(idx_node, ctx, base.type.index)
+            if not ir.assignable(base.type.index, idx.type):
+                raise self.error(f"index type mismatch: expected {base.type.index}, got "
+                                 f"{idx.type}", idx_node)
+            return ir.Index(base, idx, base.type.elem, sp)
+        if kind == "call":
+            return self.call(node, ctx)
+        if kind == "neg":
+            arg = self.expr(node.children[0], ctx)
+            if not isinstance(arg.type, ir.IntT):
+                raise self.error(f"'-' needs an int, got {arg.type}", node)
+            if isinstance(arg, ir.Lit) and arg.value is not None:
+                return ir.Lit(ir.IntT(-arg.value, -arg.value), -arg.value, sp)
+            return ir.Unary("-", arg, ir.IntT(-arg.type.hi, -arg.type.lo), sp)
+        if kind == "not_op":
+            arg = self.expr(node.children[0], ctx)
+            self.expect_bool(arg, node.children[0])
+            return ir.Unary("!", arg, ir.BoolT(), sp)
+        if kind in ("and_op", "or_op", "implies"):
+            a_node, b_node = node.children
+            a, b = self.expr(a_node, ctx), self.expr(b_node, ctx)
+            self.expect_bool(a, a_node)
+            self.expect_bool(b, b_node)
+            op = {"and_op": "&&", "or_op": "||", "implies": "->"}[kind]
+            return ir.Binary(op, a, b, ir.BoolT(), sp)
+        if kind == "arith":
+            a_node, op, b_node = node.children
+            a, b = self.expr(a_node, ctx), self.expr(b_node, ctx)
+            for e, n in ((a, a_node), (b, b_node)):
+                if not isinstance(e.type, ir.IntT):
+                    raise self.error(f"'{op}' needs ints, got {e.type}", n)
+            assert isinstance(a.type, ir.IntT) and isinstance(b.type, ir.IntT)
+            if op == "+":
+                t = ir.IntT(a.type.lo + b.type.lo, a.type.hi + b.type.hi)
+            else:
+                t = ir.IntT(a.type.lo - b.type.hi, a.type.hi - b.type.lo)
+            return ir.Binary(str(op), a, b, t, sp)
+        if kind == "compare":
+            a_node, op, b_node = node.children
+            a, b = self.pair(a_node, b_node, ctx)
+            if str(op) in ("==", "!="):
+                if not (ir.assignable(a.type, b.type) or ir.assignable(b.type, a.type)):
+                    raise self.error(f"cannot compare {a.type} with {b.type}", node)
+            elif not (isinstance(a.type, ir.IntT) and isinstance(b.type, ir.IntT)):
+                raise self.error(f"'{op}' compares ints, got {a.type} and {b.type}", node)
+            return ir.Binary(str(op), a, b, ir.BoolT(), sp)
+        if kind == "member":
+            a_node, b_node = node.children
+            b = self.expr(b_node, ctx)
+            if isinstance(b.type, ir.SetT):
+                a = self.expr(a_node, ctx)
+                if not isinstance(a.type, (ir.AgentT, ir.NodeT)):
+                    raise self.error(f"'in' tests an agent against a set, got {a.type}", a_node)
+                return ir.Binary("in", a, b, ir.BoolT(), sp)
+            if isinstance(b, ir.SetLit):
+                a = self.expr(a_node, ctx)
+                if a.type != b.type:
+                    raise self.error(f"cannot test {a.type} against a set of {b.type}", node)
+                return ir.Binary("in", a, b, ir.BoolT(), sp)
+            if b_node.data == "set_lit":
+                # the set's names are states or enum members of the left side's type
+                a = self.expr(a_node, ctx)
+                elems = tuple(self.expr(c, ctx, a.type) for c in b_node.children
+                              if c is not None)
+                for e, n in zip(elems, b_node.children, strict=False):
+                    if e.type != a.type:
+                        raise self.error(f"expected {a.type}, got {e.type}", n)
+                return ir.Binary("in", a, ir.SetLit(elems, a.type, self.span(b_node)),
+                                 ir.BoolT(), sp)
+            raise self.error(f"'in' needs a set on the right, got {b.type}", b_node)
+        if kind == "quant":
+            quant, *rest = node.children
+            binders, body_node = rest[:-1], rest[-1]
+            with self.scope(ctx):
+                bound: list[tuple[str, ir.Type]] = []
+                for b in binders:
+                    name, type_node = b.children
+                    t = self.type_(type_node)
+                    if not _enumerable(t):
+                        raise self.error(f"cannot quantify over {t}", type_node)
+                    self.bind(ctx, name, t)
+                    bound.append((str(name), t))
+                body = self.expr(body_node, ctx)
+                self.expect_bool(body, body_node)
+            for name, t in reversed(bound):
+                body = ir.Quant(str(quant), name, t, body, ir.BoolT(), sp)
+            return body
+        raise self.error(f"unsupported expression {kind}", node)  # pragma: no cover
+
+    def pair(self, a_node: Tree, b_node: Tree, ctx: _Ctx) -> tuple[ir.Expr, ir.Expr]:
+        """Lower both sides of ``==``; a bare state name takes the other side's machine."""
+        if a_node.data == "name" and not self.resolvable(str(a_node.children[0]), ctx):
+            b = self.expr(b_node, ctx)
+            return self.expr(a_node, ctx, b.type), b
+        a = self.expr(a_node, ctx)
+        return a, self.expr(b_node, ctx, a.type)
+
+    def resolvable(self, name: str, ctx: _Ctx) -> bool:
+        if self.lookup_local(ctx, name) is not None:
+            return True
+        if name in ("self", "home", "msg", "state", "true", "false"):
+            return True
+        if ctx.machine is not None and any(v.name == name for v in ctx.machine.vars):
+            return True
+        return name in self.globals or name in self.params or name in self.enum_members
+
+    def name(self, tok: Token, ctx: _Ctx, expected: ir.Type | None) -> ir.Expr | _MachineRef:
+        name = str(tok)
+        sp = self.span(tok)
+        local = self.lookup_local(ctx, name)
+        if local is not None:
+            return ir.Local(name, local, sp)
+        if name in ("true", "false"):
+            return ir.Lit(ir.BoolT(), int(name == "true"), sp)
+        if name == "undefined":
+            if expected is None:
+                raise self.error("'undefined' can only be assigned; test with "
+                                 "isundefined(x)", tok)
+            return ir.Lit(expected, None, sp)
+        if name == "self":
+            if ctx.machine is None or ctx.machine.kind != "cache":
+                raise self.error("'self' is only defined in the cache machine", tok)
+            return ir.SelfId(ir.AgentT(self.agents), sp)
+        if name == "home":
+            return ir.Lit(ir.NodeT(self.agents), self.agents, sp)
+        if name == "msg":
+            raise self.error("use msg.FIELD or msg.src", tok)
+        if name == "state":
+            if ctx.machine is None:
+                raise self.error("'state' needs a machine here, e.g. Cache[a].state", tok)
+            agent = ir.SelfId(ir.AgentT(self.agents), sp) if ctx.machine.kind == "cache" \
+                else None
+            return ir.MState(ctx.machine.name, agent, ctx.machine.state_type, sp)
+        if isinstance(expected, ir.StateT) and name in expected.members:
+            return ir.Lit(expected, expected.members.index(name), sp)
+        if ctx.machine is not None:
+            for v in ctx.machine.vars:
+                if v.name == name:
+                    agent = ir.SelfId(ir.AgentT(self.agents), sp) if (
+                        ctx.machine.kind == "cache") else None
+                    return ir.MVar(ctx.machine.name, agent, name, v.type, sp)
+        if name in self.globals:
+            return ir.GVar(name, self.globals[name].type, sp)
+        if name in self.params:
+            value = self.params[name].value
+            return ir.Lit(ir.IntT(value, value), value, sp)
+        if name in self.enum_members:
+            enum, i = self.enum_members[name]
+            return ir.Lit(enum, i, sp)
+        if name in self.machines:
+            m = self.machines[name]
+            if m.kind == "home":
+                return _MachineRef(m, None)
+            raise self.error(f"'{name}' is replicated per agent: write {name}[a]", tok)
+        if ctx.machine is not None and name in ctx.machine.state_type.members:
+            return ir.Lit(ctx.machine.state_type, ctx.machine.state_index(name), sp)
+        if ctx.machine is None:
+            for m in self.machines.values():
+                if name in m.state_type.members:
+                    raise self.error(f"state name '{name}' needs a machine here: compare it "
+                                     f"with {m.name}{'[a]' if m.kind == 'cache' else ''}.state",
+                                     tok)
+        raise self.error(f"unknown name '{name}'", tok)
+
+    def attr(self, node: Tree, ctx: _Ctx) -> ir.Expr | _MachineRef:
+        base_node, field = node.children
+        sp = self.span(node)
+        if base_node.data == "name" and str(base_node.children[0]) == "msg" and (
+                self.lookup_local(ctx, "msg") is None):
+            if ctx.message is None:
+                raise self.error("'msg' is only defined in a transition for a message", node)
+            if str(field) == "src":
+                return ir.MsgSrc(ir.NodeT(self.agents), sp)
+            for f in ctx.message.fields:
+                if f.name == str(field):
+                    return ir.MsgField(f.name, f.type, sp)
+            names = ", ".join(["src", *(f.name for f in ctx.message.fields)])
+            raise self.error(f"message {ctx.message.name} has no field '{field}' (it has: "
+                             f"{names})", field)
+        base = self._expr(base_node, ctx)
+        if isinstance(base, _MachineRef):
+            m = base.machine
+            if str(field) == "state":
+                return ir.MState(m.name, base.agent, m.state_type, sp)
+            for v in m.vars:
+                if v.name == str(field):
+                    return ir.MVar(m.name, base.agent, v.name, v.type, sp)
+            if not m.vars and m.name in self.machines and not self.machines[m.name].vars:
+                pass
+            raise self.error(f"machine {m.name} has no variable '{field}'", field)
+        raise self.error(f"a value of type {base.type} has no field '{field}'", field)
+
+    def call(self, node: Tree, ctx: _Ctx) -> ir.Expr:
+        func_node, args_node = node.children
+        sp = self.span(node)
+        args = [a for a in args_node.children if a is not None]
+        if func_node.data != "name":
+            if func_node.data == "attr":
+                raise self.error("set methods like s.add(a) are statements, not expressions",
+                                 node)
+            raise self.error("only built-in functions can be called", node)
+        func = str(func_node.children[0])
+        if func == "size":
+            if len(args) != 1:
+                raise self.error("size() takes one set", node)
+            s = self.expr(args[0], ctx)
+            if not isinstance(s.type, ir.SetT):
+                raise self.error(f"size() takes a set, got {s.type}", args[0])
+            return ir.Call("size", (s,), ir.IntT(0, self.agents), sp)
+        if func == "isundefined":
+            if len(args) != 1:
+                raise self.error("isundefined() takes one variable", node)
+            return ir.Call("isundefined", (self.expr(args[0], ctx),), ir.BoolT(), sp)
+        if func == "inflight":
+            if not 1 <= len(args) <= 2:
+                raise self.error("inflight() takes a message name and optionally a "
+                                 "destination: inflight(Inv, a)", node)
+            if args[0].data != "name" or str(args[0].children[0]) not in self.messages:
+                raise self.error("inflight() needs a message name first", args[0])
+            dst = None
+            if len(args) == 2:
+                dst = self.expr(args[1], ctx)
+                if not isinstance(dst.type, (ir.AgentT, ir.NodeT)):
+                    raise self.error(f"inflight() destination must be an agent or home, got "
+                                     f"{dst.type}", args[1])
+            return ir.InFlight(str(args[0].children[0]), dst, ir.BoolT(), sp)
+        raise self.error(f"unknown function '{func}' (built-ins: size, isundefined, inflight)",
+                         func_node)
+
+
+def _enumerable(t: ir.Type) -> bool:
+    return isinstance(t, (ir.BoolT, ir.IntT, ir.ValueT, ir.AgentT, ir.NodeT, ir.EnumT))
+
+
+def _is_constant(e: ir.Expr) -> bool:
+    if isinstance(e, ir.Lit):
+        return True
+    if isinstance(e, ir.SetLit):
+        return all(_is_constant(x) for x in e.elems)
+    return False
+
+
+def _walk_stmts(stmts: tuple[ir.Stmt, ...]) -> Iterator[ir.Stmt]:
+    for s in stmts:
+        yield s
+        if isinstance(s, ir.If):
+            yield from _walk_stmts(s.then)
+            yield from _walk_stmts(s.orelse)
+        elif isinstance(s, ir.For):
+            yield from _walk_stmts(s.body)
+
+
+def walk_stmts(stmts: tuple[ir.Stmt, ...]) -> Iterator[ir.Stmt]:
+    """Every statement, nested ones included (used by back ends and checks)."""
+    return _walk_stmts(stmts)
+
+
+_ = (Any, lark)

@@ -1,0 +1,183 @@
+"""Exact symmetry reduction over agent ids (Murphi's scalarsets).
+
+A state's canonical form is the permuted image with the smallest packed encoding, over every
+permutation of the agents, so two states get one representative exactly when they are
+permutations of each other. (Ip & Dill, "Better verification through symmetry", 1996.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from itertools import permutations
+from typing import Any
+
+from coherence import ir
+from coherence.encode import encode
+from coherence.semantics import UNDEF, Semantics, State
+
+Mapper = Callable[[Any, tuple[int, ...]], Any]
+
+
+def _identity(v: Any, perm: tuple[int, ...]) -> Any:
+    return v
+
+
+def type_mapper(t: ir.Type, n: int) -> Mapper:
+    """How a value of type ``t`` is renamed by an agent permutation."""
+    if isinstance(t, ir.AgentT):
+        return lambda v, p: v if v == UNDEF else p[v]
+    if isinstance(t, ir.NodeT):
+        return lambda v, p: v if v == UNDEF or v >= n else p[v]
+    if isinstance(t, ir.SetT):
+        def set_map(v: int, p: tuple[int, ...]) -> int:
+            if v == UNDEF:
+                return v
+            out = 0
+            for a in range(n):
+                if (v >> a) & 1:
+                    out |= 1 << p[a]
+            return out
+        return set_map
+    if isinstance(t, ir.ArrayT):
+        elem = type_mapper(t.elem, n)
+        elem_sym = ir.is_symmetric(t.elem)
+        if isinstance(t.index, (ir.AgentT, ir.NodeT)):
+            def array_map(v: Any, p: tuple[int, ...]) -> Any:
+                if v == UNDEF:
+                    return v
+                out = list(v)
+                for i in range(n):
+                    out[p[i]] = elem(v[i], p) if elem_sym else v[i]
+                return tuple(out)
+            return array_map
+        if elem_sym:
+            return lambda v, p: v if v == UNDEF else tuple(elem(x, p) for x in v)
+    return _identity
+
+
+class Symmetry:
+    """Permutes whole states; ``canonical`` picks the orbit's representative."""
+
+    def __init__(self, sem: Semantics) -> None:
+        self.sem = sem
+        m = sem.model
+        self.n = n = m.agents
+        self.perms = list(permutations(range(n)))
+        self.global_maps = [type_mapper(v.type, n) for v in m.globals]
+        self.home_maps = [_identity] + [type_mapper(v.type, n) for v in (
+            m.home.vars if m.home else ())]
+        self.cache_maps = [_identity] + [type_mapper(v.type, n) for v in (
+            m.caches[0].vars if m.caches else ())]
+        self.field_maps = [[type_mapper(f.type, n) for f in msg.fields] for msg in m.messages]
+        self.orderings = [net.ordering for net in m.networks]
+        self.cache_symmetric = [False] + [ir.is_symmetric(v.type) for v in (
+            m.caches[0].vars if m.caches else ())]
+        self.field_symmetric = [[ir.is_symmetric(f.type) for f in msg.fields]
+                                for msg in m.messages]
+        self.trivial = all(not ir.is_symmetric(v.type) for v in m.globals) and all(
+            not ir.is_symmetric(v.type) for mach in m.machines for v in mach.vars)
+
+    def _node(self, v: int, p: tuple[int, ...]) -> int:
+        return v if v >= self.n else p[v]
+
+    def _fields(self, t: int, fields: tuple, p: tuple[int, ...]) -> tuple:
+        maps = self.field_maps[t]
+        return tuple(f(x, p) for f, x in zip(maps, fields, strict=True))
+
+    def permute(self, state: State, p: tuple[int, ...]) -> State:
+        lines, nets, monitor = state
+        new_lines = []
+        for g, h, caches in lines:
+            g2 = tuple(f(x, p) for f, x in zip(self.global_maps, g, strict=True))
+            h2 = tuple(f(x, p) for f, x in zip(self.home_maps, h, strict=True)) if h else h
+            c2: list[Any] = [None] * len(caches)
+            for a, c in enumerate(caches):
+                c2[p[a]] = tuple(f(x, p) for f, x in zip(self.cache_maps, c, strict=True))
+            new_lines.append((g2, h2, tuple(c2)))
+        new_nets = []
+        for ordering, contents in zip(self.orderings, nets, strict=True):
+            if ordering == "unordered":
+                new_nets.append(tuple(sorted(
+                    (line, self._node(src, p), self._node(dst, p), t, self._fields(t, f, p))
+                    for line, src, dst, t, f in contents)))
+            elif ordering == "fifo":
+                new_nets.append(tuple(sorted(
+                    ((self._node(src, p), self._node(dst, p), line),
+                     tuple((t, self._fields(t, f, p)) for t, f in queue))
+                    for (src, dst, line), queue in contents)))
+            else:
+                new_nets.append(contents)
+        new_monitor = monitor
+        if monitor:
+            lines_mon = []
+            for per_agent in monitor:
+                out: list[Any] = [None] * len(per_agent)
+                for a, x in enumerate(per_agent):
+                    out[p[a]] = x
+                lines_mon.append(tuple(out))
+            new_monitor = tuple(lines_mon)
+        return (tuple(new_lines), tuple(new_nets), new_monitor)
+
+    def signature(self, state: State, a: int) -> tuple:
+        """What agent ``a`` looks like, in terms that no permutation changes.
+
+        Agent-typed slots are left out; the rest of its cache, its monitor entry and the
+        messages it sends or receives are kept. Used only to narrow the permutations tried.
+        """
+        lines, nets, monitor = state
+        cache_part = tuple(
+            tuple(x for x, sym in zip(line[2][a], self.cache_symmetric, strict=True) if not sym)
+            for line in lines)
+        mon_part = tuple(m[a] for m in monitor) if monitor else ()
+        msgs = []
+        for ordering, contents in zip(self.orderings, nets, strict=True):
+            if ordering == "unordered":
+                for line, src, dst, t, f in contents:
+                    if src == a or dst == a:
+                        msgs.append((line, t, src == a, dst == a, self._plain(t, f)))
+            elif ordering == "fifo":
+                for (src, dst, line), queue in contents:
+                    if src == a or dst == a:
+                        msgs.append((line, src == a, dst == a,
+                                     tuple((t, self._plain(t, f)) for t, f in queue)))
+        msgs.sort()
+        return (cache_part, mon_part, tuple(msgs))
+
+    def _plain(self, t: int, fields: tuple) -> tuple:
+        sym = self.field_symmetric[t]
+        return tuple(x for x, s in zip(fields, sym, strict=True) if not s)
+
+    def candidate_perms(self, state: State) -> list[tuple[int, ...]]:
+        """Permutations that sort the agents by signature, every order among equal ones."""
+        sigs = [self.signature(state, a) for a in range(self.n)]
+        order = sorted(range(self.n), key=lambda a: sigs[a])
+        groups: list[list[int]] = []
+        for a in order:
+            if groups and sigs[groups[-1][0]] == sigs[a]:
+                groups[-1].append(a)
+            else:
+                groups.append([a])
+        perms: list[list[int]] = [[]]
+        for g in groups:
+            perms = [p + list(q) for p in perms for q in permutations(g)]
+        out = []
+        for seq in perms:  # seq[i] = the agent that gets the new name i
+            p = [0] * self.n
+            for new, old in enumerate(seq):
+                p[old] = new
+            out.append(tuple(p))
+        return out
+
+    def canonical(self, state: State) -> tuple[bytes, State]:
+        """The packed key and the state of the orbit's representative (exact)."""
+        best = min(self.permute(state, p) for p in self.candidate_perms(state))
+        return encode(best), best
+
+    def canonical_full(self, state: State) -> tuple[bytes, State]:
+        """The same representative's definition, by brute force over all n! permutations.
+
+        Not the same state as ``canonical`` (it minimises over more permutations), but it
+        defines the same partition into orbits; kept for tests.
+        """
+        best = min(self.permute(state, p) for p in self.perms)
+        return encode(best), best
