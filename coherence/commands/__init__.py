@@ -9,7 +9,7 @@ from __future__ import annotations
 from importlib import import_module
 from types import ModuleType
 
-VERBS = ["check"]
+VERBS = ["check", "bench"]
 
 
 def verb_modules() -> dict[str, ModuleType]:

@@ -33,3 +33,19 @@ def progress_enabled(mode: str) -> bool:
 
 def params_text(model: Model) -> str:
     return " ".join(f"{p.name}={p.value}" for p in model.params)
+
+
+def add_diagram_arg(p: argparse.ArgumentParser) -> None:
+    """``--diagram DIR``: draw each counterexample as a message-sequence chart."""
+    p.add_argument("--diagram", metavar="DIR",
+                   help="draw each counterexample as a message-sequence chart (DOT/SVG/PNG) "
+                        "into DIR")
+
+
+def draw_failures(args: argparse.Namespace, model: Model, failures: list, source: str) -> list[str]:
+    """Draw the failures' traces if ``--diagram`` was given; returns the files written."""
+    directory = getattr(args, "diagram", None)
+    if not directory or not failures:
+        return []
+    from coherence.diagrams.msc import draw_failures as draw  # needs the graphviz package
+    return draw(directory, model, failures, source)
