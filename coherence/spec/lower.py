@@ -323,7 +323,13 @@ class _Lowerer:
 
     def init_expr(self, node: Tree, t: ir.Type) -> ir.Expr:
         ctx = _Ctx(in_invariant=True)
-        value = self.expr(node, ctx, expected=t)
+        try:
+            value = self.expr(node, ctx, expected=t)
+        except SpecError as err:
+            if err.message.startswith("unknown name"):
+                raise self.error("an initial value must be a constant (numbers, parameters, "
+                                 "enum members, undefined)", node) from None
+            raise
         self.check_assignable(t, value, node)
         if not _is_constant(value):
             raise self.error("an initial value must be a constant", node)
@@ -702,7 +708,10 @@ class _Lowerer:
         if isinstance(value, ir.Lit) and value.value is None:
             return
         if not ir.assignable(to, value.type):
-            raise self.error(f"type mismatch{where}: expected {to}, got {value.type}", node)
+            got = str(value.type)
+            if isinstance(value, ir.Lit) and isinstance(value.type, ir.IntT):
+                got = f"the int {value.value}"
+            raise self.error(f"type mismatch{where}: expected {to}, got {got}", node)
         if isinstance(to, ir.IntT) and isinstance(value, ir.Lit) and value.value is not None:
             if not to.lo <= value.value <= to.hi:
                 raise self.error(f"constant {value.value} is outside {to}", node)

@@ -15,7 +15,10 @@ _TERMINAL_NAMES = {
     "SEMICOLON": "';'", "LBRACE": "'{'", "RBRACE": "'}'", "LPAR": "'('", "RPAR": "')'",
     "LSQB": "'['", "RSQB": "']'", "COLON": "':'", "COMMA": "','", "EQUAL": "'='",
     "NAME": "a name", "INT": "a number", "MORETHAN": "'>'", "LESSTHAN": "'<'",
-    "__ANON_0": "':='", "DOT": "'.'",
+    "__ANON_0": "':='", "DOT": "'.'", "STATE_KIND": "'stable', 'transient'",
+    "MACHINE_KIND": "'cache', 'home'", "GHOST": "'ghost'", "AUX": "'aux'",
+    "QUANT": "'forall', 'exists'", "CMP_OP": "a comparison", "ADD_OP": "'+', '-'",
+    "ESCAPED_STRING": "a string", "PLUS": "'+'", "MINUS": "'-'", "BANG": "'!'",
 }
 
 
@@ -35,8 +38,8 @@ def parse(text: str, file: str) -> lark.Tree:
     try:
         return _parser().parse(text)
     except UnexpectedToken as e:
-        expected = sorted(_TERMINAL_NAMES.get(t, repr(t.lower()) if t.isupper() else t)
-                          for t in e.expected if not t.startswith("__ANON") or t in _TERMINAL_NAMES)
+        expected = sorted({_TERMINAL_NAMES.get(t, repr(t.lower()))
+                           for t in e.expected if not t.startswith("__ANON") or t in _TERMINAL_NAMES})
         hint = f" (expected {', '.join(expected[:6])})" if expected else ""
         raise SpecError(f"unexpected {_describe(e.token)}{hint}",
                         Span(file, e.line, e.column), text) from None
