@@ -11,8 +11,6 @@ are indices, sets of agents are bitmasks, arrays are tuples) or ``None`` for "un
 
 from __future__ import annotations
 
-from typing import Union
-
 import attrs
 
 from coherence.errors import NO_SPAN, Span
@@ -136,7 +134,7 @@ class ArrayT:
         return f"array<{self.index}, {self.elem}>"
 
 
-Type = Union[BoolT, IntT, ValueT, AgentT, NodeT, EnumT, StateT, SetT, ArrayT]
+Type = BoolT | IntT | ValueT | AgentT | NodeT | EnumT | StateT | SetT | ArrayT
 SCALAR_INDEX_TYPES = (BoolT, IntT, ValueT, AgentT, NodeT, EnumT)
 
 
@@ -315,11 +313,9 @@ class InFlight:
     span: Span = _span()
 
 
-Expr = Union[
-    Lit, Local, SelfId, GVar, MVar, MState, MsgField, MsgSrc, Index, Unary, Binary, SetLit,
-    Call, Quant, InFlight,
-]
-LValue = Union[GVar, MVar, Index]
+Expr = (Lit | Local | SelfId | GVar | MVar | MState | MsgField | MsgSrc | Index | Unary | Binary
+        | SetLit | Call | Quant | InFlight)
+LValue = GVar | MVar | Index
 
 # ---------------------------------------------------------------- statements
 
@@ -395,7 +391,7 @@ class Assert:
     span: Span = _span()
 
 
-Stmt = Union[Assign, If, For, Let, Send, Broadcast, Goto, Perform, Assert]
+Stmt = Assign | If | For | Let | Send | Broadcast | Goto | Perform | Assert
 
 # ---------------------------------------------------------------- declarations
 

@@ -89,8 +89,21 @@ class Violation(NamedTuple):
 
 
 class _Env:
-    __slots__ = ("agent", "caches", "globals", "home", "line", "locals", "msg", "nets", "sem",
-                 "sends", "goto", "performs", "depth")
+    __slots__ = (
+        "agent",
+        "caches",
+        "depth",
+        "globals",
+        "goto",
+        "home",
+        "line",
+        "locals",
+        "msg",
+        "nets",
+        "performs",
+        "sem",
+        "sends",
+    )
 
     def __init__(self, sem: Semantics, line: int, lstate: tuple, nets: list) -> None:
         self.sem = sem
@@ -156,7 +169,7 @@ class Semantics:
 
     # ------------------------------------------------------------ expressions
 
-    def expr(self, e: ir.Expr) -> Compiled:  # noqa: C901 - one dispatch over the IR
+    def expr(self, e: ir.Expr) -> Compiled:
         if isinstance(e, ir.Lit):
             v = UNDEF if e.value is None else e.value
             return lambda env: v
@@ -324,7 +337,7 @@ class Semantics:
                 c(env)
         return run
 
-    def stmt(self, s: ir.Stmt) -> Callable[[_Env], None]:  # noqa: C901
+    def stmt(self, s: ir.Stmt) -> Callable[[_Env], None]:
         if isinstance(s, ir.Assign):
             value = self.expr(s.value)
             return self._assign(s.target, value, s.span)
@@ -446,8 +459,7 @@ class Semantics:
             lst = list(arr)
             lst[i] = checked(env)
             return tuple(lst)
-        return self._assign(target.base, new_value, span) if not isinstance(
-            target.base, ir.Index) else self._assign(target.base, new_value, span)
+        return self._assign(target.base, new_value, span)
 
     # ------------------------------------------------------------ networks
 
@@ -591,7 +603,7 @@ class Semantics:
             else:
                 continue
             for msg in deliverable:
-                line, src, dst, t, fields = msg
+                line, src, dst, t, _fields = msg
                 machine = home if dst == self.home_id else cache
                 name = m.messages[t].name
                 agent = None if dst == self.home_id else dst
@@ -633,7 +645,7 @@ class Semantics:
         for p, v in zip(tr.params, act.params, strict=True):
             env.locals[p.name] = v
         if act.kind == "message":
-            line, src, dst, t, fields = act.msg
+            _line, src, _dst, t, fields = act.msg
             env.msg = (src, fields, t)
             self._remove_message(env, act.net, act.msg)
         try:

@@ -205,7 +205,7 @@ def describe(sem: Semantics, index: int, before: State, out: Outcome) -> Step:
     line_note = f" (line {act.line})" if model.lines > 1 else ""
     received = None
     if act.kind == "message":
-        line, src, dst, t, fields = act.msg
+        _line, src, _dst, t, fields = act.msg
         text = fmt.message(t, fields)
         event = f"receives {text} from {fmt.node(src)}{line_note}"
         received = Send(fmt.node(src), actor, text)
@@ -222,7 +222,7 @@ def describe(sem: Semantics, index: int, before: State, out: Outcome) -> Step:
     sends: list[Send] = []
     if after is not None:
         new = _messages(sem, after) - _messages(sem, before)
-        for (line, src, dst, t, fields), count in sorted(new.items()):
+        for (_line, src, dst, t, fields), count in sorted(new.items()):
             for _ in range(count):
                 text = fmt.message(t, fields)
                 sends.append(Send(fmt.node(src), fmt.node(dst), text))

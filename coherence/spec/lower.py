@@ -712,9 +712,9 @@ class _Lowerer:
             if isinstance(value, ir.Lit) and isinstance(value.type, ir.IntT):
                 got = f"the int {value.value}"
             raise self.error(f"type mismatch{where}: expected {to}, got {got}", node)
-        if isinstance(to, ir.IntT) and isinstance(value, ir.Lit) and value.value is not None:
-            if not to.lo <= value.value <= to.hi:
-                raise self.error(f"constant {value.value} is outside {to}", node)
+        if (isinstance(to, ir.IntT) and isinstance(value, ir.Lit) and value.value is not None
+                and not to.lo <= value.value <= to.hi):
+            raise self.error(f"constant {value.value} is outside {to}", node)
 
     def lookup_local(self, ctx: _Ctx, name: str) -> ir.Type | None:
         for frame in reversed(ctx.locals):

@@ -38,9 +38,9 @@ def parse(text: str, file: str) -> lark.Tree:
     try:
         return _parser().parse(text)
     except UnexpectedToken as e:
-        expected = sorted({_TERMINAL_NAMES.get(t, repr(t.lower()))
-                           for t in e.expected if not t.startswith("__ANON") or t in _TERMINAL_NAMES})
-        hint = f" (expected {', '.join(expected[:6])})" if expected else ""
+        expected = sorted({_TERMINAL_NAMES.get(t, repr(t.lower())) for t in e.expected
+                           if not t.startswith("__ANON") or t in _TERMINAL_NAMES})
+        hint = f" (expected {', '.join(expected[:8])})" if expected else ""
         raise SpecError(f"unexpected {_describe(e.token)}{hint}",
                         Span(file, e.line, e.column), text) from None
     except UnexpectedCharacters as e:
