@@ -127,7 +127,7 @@ class Symmetry:
         lines, nets, monitor = state
         cache_part = tuple(
             tuple(x for x, sym in zip(line[2][a], self.cache_symmetric, strict=True) if not sym)
-            for line in lines)
+            for line in lines if line[2])
         mon_part = tuple(m[a] for m in monitor) if monitor else ()
         msgs = []
         for ordering, contents in zip(self.orderings, nets, strict=True):
