@@ -538,9 +538,7 @@ class Semantics:
         init = self.expr(v.init)
         dummy = _Env(self, 0, ((), (), ()), [])
         value = init(dummy)
-        if isinstance(v.type, ir.ArrayT):
-            return tuple(value for _ in ir.domain(v.type.index))
-        return value
+        return _fill(v.type, value)
 
     def initial_states(self) -> list[State]:
         m = self.model
@@ -765,6 +763,13 @@ class Semantics:
         if node == self.home_id:
             return self.home.name if self.home is not None else "home"
         return f"{self.cache.name if self.cache else 'agent'}[{node}]"
+
+
+def _fill(t: ir.Type, value: Any) -> Any:
+    """An array's initial value: every element (of every nesting level) set to ``value``."""
+    if isinstance(t, ir.ArrayT):
+        return tuple(_fill(t.elem, value) for _ in ir.domain(t.index))
+    return value
 
 
 def _machine_label(machine: ir.Machine, agent: int | None) -> str:

@@ -323,6 +323,8 @@ class _Lowerer:
 
     def init_expr(self, node: Tree, t: ir.Type) -> ir.Expr:
         ctx = _Ctx(in_invariant=True)
+        while isinstance(t, ir.ArrayT):
+            t = t.elem  # an array starts with every element equal to the initial value
         try:
             value = self.expr(node, ctx, expected=t)
         except SpecError as err:
@@ -825,6 +827,19 @@ class _Lowerer:
             return ir.Binary(str(op), a, b, ir.BoolT(), sp)
         if kind == "member":
             a_node, b_node = node.children
+            if b_node.data == "set_lit":
+                # the set's names are states or enum members of the left side's type
+                a = self.expr(a_node, ctx)
+                if isinstance(a.type, (ir.AgentT, ir.NodeT)):
+                    b = self.expr(b_node, ctx)
+                    return ir.Binary("in", a, b, ir.BoolT(), sp)
+                elems = tuple(self.expr(c, ctx, a.type) for c in b_node.children
+                              if c is not None)
+                for e, n in zip(elems, b_node.children, strict=False):
+                    if e.type != a.type:
+                        raise self.error(f"expected {a.type}, got {e.type}", n)
+                return ir.Binary("in", a, ir.SetLit(elems, a.type, self.span(b_node)),
+                                 ir.BoolT(), sp)
             b = self.expr(b_node, ctx)
             if isinstance(b.type, ir.SetT):
                 a = self.expr(a_node, ctx)
@@ -836,16 +851,6 @@ class _Lowerer:
                 if a.type != b.type:
                     raise self.error(f"cannot test {a.type} against a set of {b.type}", node)
                 return ir.Binary("in", a, b, ir.BoolT(), sp)
-            if b_node.data == "set_lit":
-                # the set's names are states or enum members of the left side's type
-                a = self.expr(a_node, ctx)
-                elems = tuple(self.expr(c, ctx, a.type) for c in b_node.children
-                              if c is not None)
-                for e, n in zip(elems, b_node.children, strict=False):
-                    if e.type != a.type:
-                        raise self.error(f"expected {a.type}, got {e.type}", n)
-                return ir.Binary("in", a, ir.SetLit(elems, a.type, self.span(b_node)),
-                                 ir.BoolT(), sp)
             raise self.error(f"'in' needs a set on the right, got {b.type}", b_node)
         if kind == "quant":
             quant, *rest = node.children
