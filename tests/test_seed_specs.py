@@ -61,6 +61,10 @@ def test_counts_without_symmetry(spec: str, agents: int, skip: bool) -> None:
     result = _run(spec, agents, skip, symmetry=False)
     assert result.states == COUNTS[(spec, agents, skip)][1]
     _check_verdict(spec, result)
+    if result.states > 10**6:
+        # README: packed visited states; over a million of them in well under 1 GiB
+        assert result.bytes_per_state < 250
+        assert result.peak_memory_bytes < 2**30
 
 
 def _check_verdict(spec: str, result) -> None:  # noqa: ANN001
