@@ -9,7 +9,7 @@ from __future__ import annotations
 from importlib import import_module
 from types import ModuleType
 
-VERBS = ["check", "bench"]
+VERBS = ["check", "bench", "litmus"]
 
 
 def verb_modules() -> dict[str, ModuleType]:

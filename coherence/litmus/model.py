@@ -1,0 +1,267 @@
+"""Running a litmus program on a protocol model, by exhaustive exploration.
+
+Each litmus thread is one agent; each location one line. A thread issues its operations in
+program order as processor events of the spec, and an operation retires when the agent's cache
+for that line is back in a stable state and, for a load, the load has been performed. Only
+then is the next one issued (an in-order processor that waits for its cache: every weak
+behaviour found comes from the protocol, none from the core). Messages and rules interleave
+freely, as in ``coherence check``. Final memory is the value of the last store performed on
+each line (coherence order is perform order, as in the coherence monitor).
+
+NOTE(litmus-events): how annotations become events. A spec names the processor events it
+offers; the runner uses those it finds and skips the rest:
+
+* a load is ``Load``; a strong one (volatile, relaxed or acquire at gpu/sys scope) is
+  ``LoadStrong`` where the spec has it (the GPU's L1-bypassing ``LDG.STRONG``);
+* a store is ``Store(v)``; a strong one is ``StoreStrong(v)`` where the spec has it;
+* an acquire load is followed, and a release store preceded, by ``Acquire``/``Release`` on every
+  line, or ``Fence`` on every line where the spec has only that;
+* a fence at gpu/sys scope is ``Fence`` on every line. cta-scope ordering issues nothing: the
+  L1 is the cta's point of coherence.
+
+A spec without these events (the broadcast-invalidate ones) gives every variant the same
+answer: the protocol has no ordering knob to turn.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import NamedTuple
+
+import attrs
+
+from coherence import ir
+from coherence.errors import NO_SPAN, SpecError
+from coherence.litmus.program import Litmus, Op, Outcome
+from coherence.semantics import Action, Semantics, State
+from coherence.semantics import Outcome as SemOutcome
+
+PRELUDE = "_prelude"
+_NONE = -1  # a register not yet loaded
+
+
+class Step(NamedTuple):
+    event: str
+    line: int
+    value: int | str | None  # a store's value: literal, or the register it copies
+    reg: int | None  # register slot a load writes
+
+
+@attrs.define
+class ModelResult:
+    """Outcomes the protocol allows, and what went wrong on the way."""
+
+    outcomes: set[Outcome]
+    states: int
+    errors: list[str]
+    stuck: int
+    stopped: str | None = None
+    events_used: list[str] = attrs.Factory(list)
+
+    @property
+    def complete(self) -> bool:
+        return self.stopped is None
+
+
+def _event_names(model: ir.Model) -> set[str]:
+    return {e.name for e in model.events}
+
+
+def _steps(test: Litmus, tid: int, ops: tuple[Op, ...], events: set[str],
+           regs: dict[str, int]) -> list[Step]:
+    lines = range(len(test.locations))
+    out: list[Step] = []
+
+    def everywhere(names: tuple[str, ...]) -> None:
+        for name in names:
+            if name in events:
+                out.extend(Step(name, line, None, None) for line in lines)
+                return
+
+    for op in ops:
+        scoped = (op.scope or "gpu") != "cta"
+        strong = op.order in ("volatile", "relaxed", "acquire", "release") and scoped
+        if op.kind == "fence":
+            if scoped:
+                everywhere(("Fence",))
+            continue
+        line = test.locations.index(op.loc or "")
+        if op.kind == "load":
+            event = "LoadStrong" if strong and "LoadStrong" in events else "Load"
+            out.append(Step(event, line, None, regs[f"{tid}:{op.reg}"]))
+            if op.order == "acquire" and scoped:
+                everywhere(("Acquire", "Fence"))
+        else:
+            if op.order == "release" and scoped:
+                everywhere(("Release", "Fence"))
+            event = "StoreStrong" if strong and "StoreStrong" in events else "Store"
+            value = op.value if isinstance(op.value, int) else regs[f"{tid}:{op.value}"]
+            out.append(Step(event, line, value if isinstance(op.value, int) else f"r{value}",
+                            None))
+    return out
+
+
+def _check_fit(model: ir.Model, test: Litmus) -> None:
+    if not model.caches:
+        raise SpecError(f"{model.file}: the spec has no cache machine to run threads on", NO_SPAN)
+    events = _event_names(model)
+    for need in ("Load", "Store"):
+        if need not in events:
+            raise SpecError(f"{model.file}: litmus programs need a processor event {need!r} "
+                            "(the spec has: " + (", ".join(sorted(events)) or "none") + ")",
+                            NO_SPAN)
+    if any(v for _, v in test.init):
+        raise SpecError(f"{test.file}: a protocol model starts every line at 0; this test "
+                        "has non-zero initial values", NO_SPAN)
+
+
+class _Runner:
+    def __init__(self, model: ir.Model, test: Litmus, max_states: int | None) -> None:
+        self.model = attrs.evolve(model, invariants=(), properties=())
+        self.sem = Semantics(self.model)
+        self.cache = self.model.caches[0]
+        self.test = test
+        self.max_states = max_states
+        events = _event_names(model)
+        self.regs = {name: i for i, name in enumerate(test.registers())}
+        self.nregs = len(self.regs) + len(test.cached)
+        self.programs = [_steps(test, t, ops, events, self.regs)
+                         for t, ops in enumerate(test.threads)]
+        self.prelude: list[list[Step]] = [[] for _ in test.threads]
+        for k, (tid, loc) in enumerate(test.cached):
+            self.prelude[tid].append(Step("Load", test.locations.index(loc), None,
+                                          len(self.regs) + k))
+        self.events_used = sorted({s.event for p in self.programs for s in p})
+        self.errors: dict[str, None] = {}
+        self.stuck = 0
+        self.states = 0
+        self.stopped: str | None = None
+        self.transitions = {name: [t for t in self.cache.transitions
+                                   if t.kind == "event" and t.name == name]
+                            for name in events}
+
+    # state = (sem_state, pcs, pending, regs, mem)
+
+    def run(self) -> ModelResult:
+        n = len(self.test.threads)
+        mem = tuple(0 for _ in self.test.locations)
+        regs = tuple(_NONE for _ in range(self.nregs))
+        start = [(s, (0,) * n, (False,) * n, regs, mem) for s in self.sem.initial_states()]
+        if any(self.prelude):
+            settled = self.explore(start, self.prelude)
+            start = [(k[0], (0,) * n, (False,) * n, k[3], k[4]) for k in settled]
+        finals = self.explore(start, self.programs)
+        nr = len(self.regs)
+        outcomes = {(*k[3][:nr], *k[4]) for k in finals}
+        return ModelResult(outcomes, self.states, list(self.errors), self.stuck, self.stopped,
+                           self.events_used)
+
+    def explore(self, start: list[tuple], programs: list[list[Step]]) -> list[tuple]:
+        seen = set(start)
+        queue = deque(start)
+        finals: list[tuple] = []
+        while queue:
+            key = queue.popleft()
+            self.states += 1
+            if self.max_states is not None and self.states >= self.max_states:
+                self.stopped = f"--max-states {self.max_states} reached"
+                break
+            succ = self.successors(key, programs)
+            done = all(pc == len(p) for pc, p in zip(key[1], programs, strict=True))
+            if done and self.sem.quiescent(key[0]):
+                finals.append(key)
+            elif not succ:
+                self.stuck += 1
+            for s in succ:
+                if s not in seen:
+                    seen.add(s)
+                    queue.append(s)
+        return finals
+
+    def successors(self, key: tuple, programs: list[list[Step]]) -> list[tuple]:
+        state, pcs, pending, regs, mem = key
+        out: list[tuple] = []
+        for t, prog in enumerate(programs):
+            if pending[t] or pcs[t] >= len(prog):
+                continue
+            step = prog[pcs[t]]
+            cstate = state[0][step.line][2][t][0]
+            cname = self.cache.state_type.members[cstate]
+            params: tuple[int, ...] = ()
+            if isinstance(step.value, int):
+                params = (step.value,)
+            elif isinstance(step.value, str):
+                params = (regs[int(step.value[1:])],)
+            for tr in self.transitions.get(step.event, []):
+                if cname not in tr.states:
+                    continue
+                act = Action("event", self.cache.name, t, step.line, tr.index,
+                             params[:len(tr.params)])
+                res = self.sem.execute(state, act)
+                if res is not None:
+                    new_pending = (*pending[:t], True, *pending[t + 1:])
+                    self._add(out, res, (state, pcs, new_pending, regs, mem), programs)
+        outcomes, problems = self.sem.enabled(state)
+        for p in problems:
+            self.errors.setdefault(p.message, None)
+        for res in outcomes:
+            if res.action.kind != "event":
+                self._add(out, res, key, programs)
+        return out
+
+    def _add(self, out: list[tuple], res: SemOutcome, key: tuple,
+             programs: list[list[Step]]) -> None:
+        if res.error is not None or res.state is None:
+            where = f" at {res.error.span}" if res.error and res.error.span else ""
+            self.errors.setdefault(f"{res.error.message if res.error else 'error'}{where}",
+                                   None)
+            return
+        _, pcs, pending, regs, mem = key
+        state: State = res.state
+        regs_l, mem_l = list(regs), list(mem)
+        for p in res.performs:
+            if p.kind == "store":
+                mem_l[p.line] = p.value
+            elif p.agent < len(programs) and pending[p.agent]:
+                step = programs[p.agent][pcs[p.agent]]
+                if step.reg is not None and step.line == p.line and regs_l[step.reg] == _NONE:
+                    regs_l[step.reg] = p.value
+        pcs_l, pending_l = list(pcs), list(pending)
+        for t, prog in enumerate(programs):
+            if not pending_l[t]:
+                continue
+            step = prog[pcs_l[t]]
+            cidx = state[0][step.line][2][t][0]
+            if not self.cache.states[cidx].stable:
+                continue
+            if step.reg is not None and regs_l[step.reg] == _NONE:
+                continue
+            pcs_l[t] += 1
+            pending_l[t] = False
+        out.append((state, tuple(pcs_l), tuple(pending_l), tuple(regs_l), tuple(mem_l)))
+
+
+def run_on_model(model: ir.Model, test: Litmus, max_states: int | None = None) -> ModelResult:
+    """Every outcome ``model`` allows for ``test`` (the model must be loaded with
+    ``agents`` = threads, ``lines`` = locations, ``values`` > every value used)."""
+    _check_fit(model, test)
+    if model.agents != len(test.threads) or model.lines != len(test.locations):
+        raise SpecError(f"{model.file}: loaded with agents={model.agents}, lines={model.lines}; "
+                        f"{test.name} needs agents={len(test.threads)}, "
+                        f"lines={len(test.locations)}", NO_SPAN)
+    return _Runner(model, test, max_states).run()
+
+
+def program_key(model: ir.Model, test: Litmus) -> tuple:
+    """What ``run_on_model`` depends on: variants with equal keys have equal results (on a
+    spec without ordering events every variant compiles to the same events)."""
+    events = _event_names(model)
+    regs = {name: i for i, name in enumerate(test.registers())}
+    return (tuple(tuple(_steps(test, t, ops, events, regs)) for t, ops in enumerate(test.threads)),
+            test.cached, test.locations)
+
+
+def model_overrides(test: Litmus) -> dict[str, int]:
+    """The parameter values a spec is loaded with to run ``test``."""
+    return {"agents": len(test.threads), "lines": len(test.locations),
+            "values": test.max_value() + 1}
