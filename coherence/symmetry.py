@@ -130,15 +130,16 @@ class Symmetry:
             for line in lines if line[2])
         mon_part = tuple(m[a] for m in monitor) if monitor else ()
         msgs = []
-        for ordering, contents in zip(self.orderings, nets, strict=True):
+        # Entries start with the network's index: unordered and fifo entries differ in shape.
+        for net_i, (ordering, contents) in enumerate(zip(self.orderings, nets, strict=True)):
             if ordering == "unordered":
                 for line, src, dst, t, f in contents:
                     if src == a or dst == a:
-                        msgs.append((line, t, src == a, dst == a, self._plain(t, f)))
+                        msgs.append((net_i, line, t, src == a, dst == a, self._plain(t, f)))
             elif ordering == "fifo":
                 for (src, dst, line), queue in contents:
                     if src == a or dst == a:
-                        msgs.append((line, src == a, dst == a,
+                        msgs.append((net_i, line, src == a, dst == a,
                                      tuple((t, self._plain(t, f)) for t, f in queue)))
         msgs.sort()
         return (cache_part, mon_part, tuple(msgs))
