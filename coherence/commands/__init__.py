@@ -9,7 +9,7 @@ from __future__ import annotations
 from importlib import import_module
 from types import ModuleType
 
-VERBS = ["check", "bench", "litmus"]
+VERBS = ["check", "bench", "litmus", "prove"]
 
 
 def verb_modules() -> dict[str, ModuleType]:

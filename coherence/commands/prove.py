@@ -1,0 +1,137 @@
+"""``coherence prove``: the Z3 back end (bounded model checking, k-induction, every N)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from coherence.cli import emit_json
+
+HELP = "Z3: bounded model checking (--bmc K), k-induction (--induction K), proofs for any N"
+
+
+def add_args(p: argparse.ArgumentParser) -> None:
+    from coherence.commands.common import add_diagram_arg
+    p.add_argument("spec", help="the protocol spec (.coh)")
+    p.add_argument("--param", "-p", action="append", default=[], metavar="NAME=VALUE",
+                   help="override a spec parameter (repeatable)")
+    p.add_argument("--agents", "-n", metavar="N|any",
+                   help="number of agents, or 'any' for a proof for every number of agents")
+    p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--bmc", type=int, metavar="K",
+                      help="bounded model checking up to depth K (incremental)")
+    mode.add_argument("--induction", type=int, metavar="K",
+                      help="k-induction with K steps (base case and inductive step)")
+    p.add_argument("--all-failures", action="store_true",
+                   help="BMC: keep going to depth K to find each property's first failure")
+    p.add_argument("--timeout", type=float, metavar="S",
+                   help="give up after S seconds (reported as unknown, never as a pass)")
+    p.add_argument("--no-deadlock", dest="deadlock", action="store_false",
+                   help="do not check for deadlock")
+    p.add_argument("--skip", action="append", default=[], metavar="NAME",
+                   help="do not check this invariant or property (repeatable)")
+    p.add_argument("--trace-out", metavar="FILE",
+                   help="save the counterexample traces as JSON (for `coherence diagram`)")
+    p.add_argument("--progress", choices=["auto", "always", "never"], default="auto",
+                   help="one line per BMC depth on stderr (auto: when stderr is a terminal)")
+    add_diagram_arg(p)
+
+
+def _agents(args: argparse.Namespace) -> tuple[int | None, bool]:
+    from coherence.errors import NO_SPAN, SpecError
+    if args.agents is None:
+        return None, False
+    if args.agents == "any":
+        return None, True
+    try:
+        n = int(args.agents)
+    except ValueError:
+        raise SpecError(f"--agents {args.agents!r}: expected a number or 'any'",
+                        NO_SPAN) from None
+    return n, False
+
+
+def run(args: argparse.Namespace) -> int:
+    from coherence.commands.common import progress_enabled
+    from coherence.errors import NO_SPAN, SpecError
+    from coherence.spec.load import load_spec, parse_overrides
+    from coherence.spec.select import drop_properties
+
+    n, any_n = _agents(args)
+    model = drop_properties(load_spec(args.spec, parse_overrides(args.param, n)), args.skip)
+    show = progress_enabled(args.progress) and not args.json
+    if any_n:
+        if args.bmc is not None:
+            raise SpecError("--bmc needs a fixed number of agents (--agents N)", NO_SPAN)
+        return _run_param(args, model)
+    if args.induction is not None:
+        return _run_induction(args, model)
+    if args.bmc is None:
+        raise SpecError("say what to prove: --bmc K, --induction K, or --agents any", NO_SPAN)
+    if args.bmc < 0:
+        raise SpecError("--bmc K needs K >= 0", NO_SPAN)
+    return _run_bmc(args, model, show)
+
+
+def _run_bmc(args: argparse.Namespace, model: Any, show: bool) -> int:
+    from coherence.commands.common import draw_failures, err_console
+    from coherence.smt.bmc import DepthStat, bmc
+    from coherence.smt.report import bmc_json, print_bmc
+
+    err = err_console()
+
+    def progress(d: DepthStat) -> None:
+        err.print(f"depth {d.depth}: {d.seconds:.2f} s (total {d.cumulative:.1f} s)")
+
+    result = bmc(model, args.bmc, deadlock=args.deadlock, all_failures=args.all_failures,
+                 timeout=args.timeout, progress=progress if show else None)
+    _save(args, model, result.failures, "prove --bmc")
+    if args.json:
+        emit_json(bmc_json(model, result))
+    else:
+        print_bmc(model, result)
+        for f in draw_failures(args, model, result.failures, "prove --bmc"):
+            print(f"diagram: {f}")
+    return result.exit_code
+
+
+def _run_induction(args: argparse.Namespace, model: Any) -> int:
+    from coherence.commands.common import draw_failures
+    from coherence.errors import NO_SPAN, SpecError
+    from coherence.smt.induction import induction
+    from coherence.smt.report import induction_json, print_induction
+
+    if args.induction < 1:
+        raise SpecError("--induction K needs K >= 1", NO_SPAN)
+    result = induction(model, args.induction, deadlock=args.deadlock, timeout=args.timeout)
+    _save(args, model, result.failures, "prove --induction")
+    if args.json:
+        emit_json(induction_json(model, result))
+    else:
+        print_induction(model, result)
+        for f in draw_failures(args, model, result.failures, "prove --induction"):
+            print(f"diagram: {f}")
+    return result.exit_code
+
+
+def _run_param(args: argparse.Namespace, model: Any) -> int:
+    from coherence.commands.common import draw_failures
+    from coherence.smt.param import prove_all
+    from coherence.smt.report import param_json, print_param
+
+    result = prove_all(model, timeout=args.timeout)
+    _save(args, model, result.failures, "prove --agents any")
+    if args.json:
+        emit_json(param_json(model, result))
+    else:
+        print_param(model, result)
+        for f in draw_failures(args, model, result.failures, "prove --agents any"):
+            print(f"diagram: {f}")
+    return result.exit_code
+
+
+def _save(args: argparse.Namespace, model: Any, failures: list, source: str) -> None:
+    if args.trace_out:
+        from coherence.traces_io import save_traces
+        save_traces(args.trace_out, model, failures, source=source)

@@ -1,0 +1,513 @@
+"""Symbolic execution of one IR transition over a ``SymState``: the Z3 twin of ``semantics``.
+
+Each function here mirrors the function of ``coherence.semantics`` with the same name, so the
+two can be read side by side. Control flow becomes guarded updates: every write is
+``If(pc, new, old)`` where ``pc`` is the conjunction of the branch conditions taken, minus the
+paths that already raised a model error or blocked on a full network (exceptions in the
+reference semantics). The result of a step is three disjoint conditions (ok / error / blocked)
+and the successor state (meaningful when ok).
+
+NOTE(z3-exactness): the encoding must agree with ``semantics`` exactly (not just soundly): BMC
+depths are cross-checked against the reference checker's shortest traces, and every Z3 trace is
+replayed through ``semantics`` before it is shown.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import z3
+
+from coherence import ir
+from coherence.errors import Span
+from coherence.semantics import _range_of
+from coherence.smt.state import (
+    UNDEF_BV,
+    ArrV,
+    Queue,
+    SetV,
+    Slot,
+    SymState,
+    Unsupported,
+    as_int,
+    is_num,
+    num,
+    undef,
+)
+
+TRUE, FALSE = z3.BoolVal(True), z3.BoolVal(False)
+
+
+def b2i(b: Any) -> Any:
+    return z3.If(b, num(1), num(0))
+
+
+def truth(x: Any) -> Any:
+    return x != 0
+
+
+def conc(t: Any) -> int | None:
+    """The Python int of a term that is a literal, else None."""
+    if isinstance(t, int):
+        return t
+    t = z3.simplify(t) if not is_num(t) else t
+    return as_int(t) if is_num(t) else None
+
+
+def ite(c: Any, a: Any, b: Any) -> Any:
+    """``If`` over any symbolic value (scalars, sets, arrays)."""
+    if isinstance(a, SetV):
+        return SetV(tuple(x if x.eq(y) else z3.If(c, x, y)
+                          for x, y in zip(a.bits, b.bits, strict=True)))
+    if isinstance(a, ArrV):
+        return ArrV(tuple(ite(c, x, y) for x, y in zip(a.elems, b.elems, strict=True)))
+    if a.eq(b):
+        return a
+    return z3.If(c, a, b)
+
+
+def all_of(xs: list[Any]) -> Any:
+    xs = [x for x in xs if not z3.is_true(x)]
+    if any(z3.is_false(x) for x in xs):
+        return FALSE
+    return TRUE if not xs else xs[0] if len(xs) == 1 else z3.And(xs)
+
+
+def any_of(xs: list[Any]) -> Any:
+    xs = [x for x in xs if not z3.is_false(x)]
+    if any(z3.is_true(x) for x in xs):
+        return TRUE
+    return FALSE if not xs else xs[0] if len(xs) == 1 else z3.Or(xs)
+
+
+class Exec:
+    """The symbolic ``_Env`` of one step: a copy of the state plus the path bookkeeping."""
+
+    def __init__(self, enc: Any, state: SymState, line: int) -> None:
+        self.enc = enc
+        self.n = enc.n
+        self.line = line
+        self.state = state.copy()
+        self.globals, self.home, self.caches = self.state.lines[line]
+        self.nets = self.state.nets
+        self.agent: int | None = None
+        self.msg: tuple[Any, list[Any], int] | None = None  # (src, fields, type)
+        self.locals: dict[str, Any] = {}
+        self.path: list[Any] = []
+        self.errs: list[Any] = []
+        self.blocks: list[Any] = []
+        self.pc: Any = TRUE
+        self.goto: Any = num(-1)
+        self.performs: list[tuple[Any, Any, str, Any]] = []  # (cond, agent, kind, value)
+        self.depth = 0
+
+    # ------------------------------------------------------------ path conditions
+
+    def alive(self) -> Any:
+        parts = list(self.path)
+        if self.errs:
+            parts.append(z3.Not(any_of(self.errs)))
+        if self.blocks:
+            parts.append(z3.Not(any_of(self.blocks)))
+        return all_of(parts)
+
+    def refresh(self) -> None:
+        self.pc = self.alive()
+
+    def error(self, cond: Any, bad: Any) -> None:
+        c = all_of([cond, bad])
+        if not z3.is_false(c):
+            self.errs.append(c)
+
+    def check(self, v: Any, cond: Any) -> Any:
+        """``_check``: reading undefined is an error."""
+        if not isinstance(v, (SetV, ArrV)):
+            self.error(cond, v == UNDEF_BV)
+        return v
+
+    # ------------------------------------------------------------ expressions
+
+    def expr(self, e: ir.Expr, c: Any) -> Any:
+        if isinstance(e, ir.Lit):
+            if isinstance(e.type, ir.SetT):
+                if e.value is None:
+                    raise Unsupported("the Z3 back end cannot encode an undefined set", e.span)
+                return SetV(tuple(z3.BoolVal(bool((e.value >> a) & 1))
+                                  for a in range(e.type.elem.n)))
+            if isinstance(e.type, ir.ArrayT):
+                raise Unsupported("the Z3 back end cannot encode array literals", e.span)
+            return undef() if e.value is None else num(e.value)
+        if isinstance(e, ir.Local):
+            return self.locals[e.name]
+        if isinstance(e, ir.SelfId):
+            if self.agent is None:
+                return undef()
+            return num(self.agent)
+        if isinstance(e, ir.GVar):
+            return self.globals[self.enc.global_slot[e.name]]
+        if isinstance(e, ir.MVar):
+            slot = self.enc.var_slot[(e.machine, e.name)]
+            if e.agent is None:
+                return self.home[slot]
+            return self.select_agent(self.agent_expr(e.agent, c), slot)
+        if isinstance(e, ir.MState):
+            if e.agent is None:
+                return self.home[0]
+            return self.select_agent(self.agent_expr(e.agent, c), 0)
+        if isinstance(e, ir.MsgField):
+            assert self.msg is not None
+            return self.msg[1][self.enc.field_pos[(self.msg[2], e.name)]]
+        if isinstance(e, ir.MsgSrc):
+            assert self.msg is not None
+            return self.msg[0]
+        if isinstance(e, ir.Index):
+            base = self.expr(e.base, c)
+            idx = self.check(self.expr(e.index, c), c)
+            off = ir.index_offset(e.base.type.index)  # type: ignore[union-attr]
+            return select(base.elems, idx, off)
+        if isinstance(e, ir.Unary):
+            arg = self.check(self.expr(e.arg, c), c)
+            return 1 - arg if e.op == "!" else -arg
+        if isinstance(e, ir.Binary):
+            return self.binary(e, c)
+        if isinstance(e, ir.SetLit):
+            elems = [self.expr(x, c) for x in e.elems]
+            if isinstance(e.type, ir.SetT):
+                for x in elems:
+                    self.check(x, c)
+                return SetV(tuple(any_of([x == a for x in elems]) for a in range(self.n)))
+            return elems
+        if isinstance(e, ir.Call):
+            arg = self.expr(e.args[0], c)
+            if e.func == "size":
+                return z3.Sum([b2i(x) for x in arg.bits]) if arg.bits else num(0)
+            if isinstance(arg, (SetV, ArrV)):
+                return num(0)
+            return b2i(arg == UNDEF_BV)
+        if isinstance(e, ir.Quant):
+            return self.quant(e, c)
+        if isinstance(e, ir.InFlight):
+            return self.inflight(e, c)
+        raise Unsupported(f"the Z3 back end cannot encode {type(e).__name__}",
+                          getattr(e, "span", Span("<spec>", 0, 0)))
+
+    def agent_expr(self, e: ir.Expr, c: Any) -> Any:
+        a = self.expr(e, c)
+        self.error(c, a == UNDEF_BV)
+        self.error(c, a >= self.n)
+        return a
+
+    def select_agent(self, a: Any, slot: int) -> Any:
+        k = conc(a)
+        if k is not None and 0 <= k < self.n:
+            return self.caches[k][slot]
+        return select([self.caches[i][slot] for i in range(self.n)], a, 0)
+
+    def binary(self, e: ir.Binary, c: Any) -> Any:
+        op = e.op
+        if op in ("&&", "||", "->"):
+            a = truth(self.check(self.expr(e.left, c), c))
+            cb = all_of([c, a]) if op in ("&&", "->") else all_of([c, z3.Not(a)])
+            b = truth(self.check(self.expr(e.right, cb), cb))
+            if op == "&&":
+                return b2i(z3.And(a, b))
+            if op == "||":
+                return b2i(z3.Or(a, b))
+            return b2i(z3.Or(z3.Not(a), b))
+        a = self.expr(e.left, c)
+        b = self.expr(e.right, c)
+        if op == "in":
+            if isinstance(b, list):
+                self.check(a, c)
+                return b2i(any_of([a == x for x in b]))
+            self.check(a, c)
+            return b2i(select_bit(b, a))
+        if op in ("with", "without"):
+            self.check(b, c)
+            bits = tuple(z3.Or(x, b == i) if op == "with" else z3.And(x, b != i)
+                         for i, x in enumerate(a.bits))
+            return SetV(bits)
+        if isinstance(a, SetV):
+            if op not in ("==", "!="):
+                raise Unsupported(f"the Z3 back end cannot compare sets with {op}", e.span)
+            eq = all_of([x == y for x, y in zip(a.bits, b.bits, strict=True)])
+            return b2i(eq if op == "==" else z3.Not(eq))
+        if isinstance(a, ArrV):
+            raise Unsupported("the Z3 back end cannot compare arrays", e.span)
+        self.check(a, c)
+        self.check(b, c)
+        if op == "+":
+            return a + b
+        if op == "-":
+            return a - b
+        rel = {"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b,
+               ">=": a >= b}[op]
+        return b2i(rel)
+
+    def quant(self, e: ir.Quant, c: Any) -> Any:
+        forall = e.kind == "forall"
+        saved = self.locals.get(e.var)
+        decided: list[Any] = []  # values so far, as truths
+        for v in ir.domain(e.var_type):
+            self.locals[e.var] = num(v)
+            cv = all_of([c, *(d if forall else z3.Not(d) for d in decided)])
+            decided.append(truth(self.expr(e.body, cv)))
+        if saved is None:
+            self.locals.pop(e.var, None)
+        else:
+            self.locals[e.var] = saved
+        return b2i(all_of(decided) if forall else any_of(decided))
+
+    def inflight(self, e: ir.InFlight, c: Any) -> Any:
+        t = self.enc.msg_index[e.message]
+        net_i = self.enc.net_index[self.enc.model.message(e.message).network]
+        d = self.expr(e.dst, c) if e.dst is not None else None
+        contents = self.nets[net_i]
+        net = self.enc.model.networks[net_i]
+        if net.ordering == "unordered":
+            return b2i(any_of([all_of([s.valid, s.line == self.line, s.type == t,
+                                       TRUE if d is None else s.dst == d]) for s in contents]))
+        if net.ordering == "fifo":
+            out = []
+            for (_src, dst, ln), q in contents.items():
+                if ln != self.line:
+                    continue
+                here = TRUE if d is None else d == dst
+                out.append(all_of([here, any_of([all_of([q.count > k, ty == t])
+                                                 for k, ty in enumerate(q.types)])]))
+            return b2i(any_of(out))
+        return num(0)
+
+    # ------------------------------------------------------------ statements
+
+    def block(self, stmts: tuple[ir.Stmt, ...]) -> None:
+        for s in stmts:
+            self.stmt(s)
+
+    def stmt(self, s: ir.Stmt) -> None:
+        self.refresh()
+        pc = self.pc
+        if z3.is_false(pc):
+            return
+        if isinstance(s, ir.Assign):
+            value = self.expr(s.value, pc)
+            self.assign(s.target, value, s.span)
+        elif isinstance(s, ir.If):
+            cond = truth(self.check(self.expr(s.cond, pc), pc))
+            self.path.append(cond)
+            self.block(s.then)
+            self.path.pop()
+            self.path.append(z3.Not(cond))
+            self.block(s.orelse)
+            self.path.pop()
+        elif isinstance(s, ir.For):
+            for v in ir.domain(s.var_type):
+                self.locals[s.var] = num(v)
+                self.block(s.body)
+            self.locals.pop(s.var, None)
+        elif isinstance(s, ir.Let):
+            self.locals[s.var] = self.expr(s.value, pc)
+        elif isinstance(s, ir.Send):
+            args = [self.expr(a, pc) for a in s.args]
+            d = self.expr(s.dst, pc)
+            self.error(pc, d == UNDEF_BV)
+            self.refresh()
+            self.deliver(self.enc.msg_index[s.message], args, d, s.span)
+        elif isinstance(s, ir.Broadcast):
+            args = [self.expr(a, pc) for a in s.args]
+            skip = self.expr(s.exclude, pc) if s.exclude is not None else None
+            for a in range(self.n):
+                self.refresh()
+                if skip is None:
+                    self.deliver(self.enc.msg_index[s.message], args, num(a), s.span)
+                else:
+                    self.path.append(skip != a)
+                    self.refresh()
+                    self.deliver(self.enc.msg_index[s.message], args, num(a), s.span)
+                    self.path.pop()
+        elif isinstance(s, ir.Goto):
+            machine = self.current_machine()
+            self.goto = z3.If(pc, num(machine.state_index(s.state)), self.goto)
+        elif isinstance(s, ir.Perform):
+            value = self.check(self.expr(s.value, pc), pc)
+            agent = self.agent_expr(s.agent, pc)
+            self.performs.append((pc, agent, s.kind, value))
+        elif isinstance(s, ir.Assert):
+            cond = truth(self.check(self.expr(s.cond, pc), pc))
+            self.error(pc, z3.Not(cond))
+        else:  # pragma: no cover
+            raise Unsupported(f"the Z3 back end cannot encode {type(s).__name__}", s.span)
+
+    def current_machine(self) -> ir.Machine:
+        return self.enc.home if self.agent is None else self.enc.cache
+
+    def assign(self, target: ir.Expr, value: Any, span: Span) -> None:
+        rng = _range_of(target.type)
+        if rng is not None and not isinstance(value, (SetV, ArrV)):
+            self.error(self.pc, z3.And(value != UNDEF_BV, z3.Or(value < rng[0], value > rng[1])))
+        self.write(target, value, self.pc)
+
+    def write(self, target: ir.Expr, value: Any, cond: Any) -> None:
+        if isinstance(target, ir.GVar):
+            slot = self.enc.global_slot[target.name]
+            self.globals[slot] = ite(cond, value, self.globals[slot])
+            return
+        if isinstance(target, ir.MVar):
+            slot = self.enc.var_slot[(target.machine, target.name)]
+            if target.agent is None:
+                self.home[slot] = ite(cond, value, self.home[slot])
+                return
+            a = self.agent_expr(target.agent, cond)
+            k = conc(a)
+            for i in range(self.n):
+                if k is not None and k != i:
+                    continue
+                ci = cond if k is not None else all_of([cond, a == i])
+                self.caches[i][slot] = ite(ci, value, self.caches[i][slot])
+            return
+        assert isinstance(target, ir.Index)
+        arr = self.expr(target.base, cond)
+        idx = self.check(self.expr(target.index, cond), cond)
+        off = ir.index_offset(target.base.type.index)  # type: ignore[union-attr]
+        k = conc(idx)
+        elems = list(arr.elems)
+        for i in range(len(elems)):
+            if k is not None and k != i + off:
+                continue
+            ci = cond if k is not None else all_of([cond, idx == i + off])
+            elems[i] = ite(ci, value, elems[i])
+        self.write(target.base, ArrV(tuple(elems)), TRUE)
+
+    # ------------------------------------------------------------ networks
+
+    def deliver(self, t: int, fields: list[Any], dst: Any, span: Span) -> None:
+        pc = self.pc
+        if z3.is_false(pc):
+            return
+        net_i = self.enc.net_index[self.enc.model.messages[t].network]
+        net = self.enc.model.networks[net_i]
+        src = self.agent if self.agent is not None else self.n
+        fields = fields + [num(0)] * (self.enc.layout.max_fields - len(fields))
+        if net.ordering == "bus":
+            self.deliver_now(t, fields, src, dst, span)
+            return
+        if net.ordering == "unordered":
+            slots: list[Slot] = self.nets[net_i]
+            full = all_of([s.valid for s in slots])
+            self.blocks.append(all_of([pc, full]))
+            free_before: list[Any] = []
+            for s in slots:
+                here = all_of([pc, z3.Not(s.valid), *free_before])
+                free_before.append(s.valid)
+                s.valid = z3.Or(s.valid, here)
+                s.line = ite(here, num(self.line), s.line)
+                s.src = ite(here, num(src), s.src)
+                s.dst = ite(here, dst, s.dst)
+                s.type = ite(here, num(t), s.type)
+                s.fields = [ite(here, f, g) for f, g in zip(fields, s.fields, strict=True)]
+            return
+        queues: dict[tuple[int, int, int], Queue] = self.nets[net_i]
+        k = conc(dst)
+        for d in range(self.n + 1):
+            if k is not None and k != d:
+                continue
+            q = queues[(src, d, self.line)]
+            cd = pc if k is not None else all_of([pc, dst == d])
+            self.blocks.append(all_of([cd, q.count >= net.capacity]))
+            for j in range(net.capacity):
+                here = all_of([cd, q.count == j])
+                q.types[j] = ite(here, num(t), q.types[j])
+                q.fields[j] = [ite(here, f, g) for f, g in zip(fields, q.fields[j], strict=True)]
+            q.count = z3.If(all_of([cd, q.count < net.capacity]), q.count + 1, q.count)
+
+    def deliver_now(self, t: int, fields: list[Any], src: int, dst: Any, span: Span) -> None:
+        """Atomic bus: the receiver's transition runs inside the sender's step."""
+        if self.depth > 8:
+            self.error(self.pc, TRUE)
+            return
+        k = conc(dst)
+        targets = [k] if k is not None else list(range(self.n + 1))
+        for d in targets:
+            if k is None:
+                self.path.append(dst == d)
+                self.refresh()
+            self._deliver_to(t, fields, src, d)
+            if k is None:
+                self.path.pop()
+        self.refresh()
+
+    def _deliver_to(self, t: int, fields: list[Any], src: int, d: int) -> None:
+        enc = self.enc
+        machine = enc.home if d == self.n else enc.cache
+        name = enc.model.messages[t].name
+        if machine is None:
+            self.error(self.pc, TRUE)
+            return
+        agent = None if machine.kind == "home" else d
+        state = self.home[0] if agent is None else self.caches[agent][0]
+        saved = (self.agent, self.msg, self.locals, self.goto)
+        self.agent, self.msg, self.goto = agent, (num(src), fields, t), num(-1)
+        self.locals = {}
+        pc = self.pc
+        for sidx in range(machine.state_type.size()):
+            cs = all_of([pc, state == sidx])
+            candidates = enc.sem.handlers.get((machine.name, name, sidx), [])
+            if not candidates or any(tr.stall for tr in candidates):
+                self.error(cs, TRUE)
+                continue
+            guards = [truth(self.check(self.guard(tr, cs), cs)) for tr in candidates]
+            exactly_one = z3.PbEq([(g, 1) for g in guards], 1) if len(guards) > 1 else guards[0]
+            self.error(cs, z3.Not(exactly_one))
+            for tr, g in zip(candidates, guards, strict=True):
+                self.path.append(state == sidx)
+                self.path.append(g)
+                self.depth += 1
+                self.block(tr.body)
+                self.depth -= 1
+                self.path.pop()
+                self.path.pop()
+        self.refresh()
+        self.apply_goto(agent)
+        self.agent, self.msg, self.locals, self.goto = saved
+
+    def guard(self, tr: ir.Transition, c: Any) -> Any:
+        return self.expr(tr.guard, c) if tr.guard is not None else num(1)
+
+    def apply_goto(self, agent: int | None) -> None:
+        g = self.goto
+        if is_num(g) and as_int(g) == -1:
+            return
+        row = self.home if agent is None else self.caches[agent]
+        row[0] = z3.If(g == -1, row[0], g)
+        self.goto = num(-1)
+
+
+def select(elems: list[Any] | tuple[Any, ...], idx: Any, off: int) -> Any:
+    k = conc(idx)
+    if k is not None and 0 <= k - off < len(elems):
+        return elems[k - off]
+    out = elems[-1]
+    for i in range(len(elems) - 2, -1, -1):
+        out = ite(idx == i + off, elems[i], out)
+    return out
+
+
+def select_bit(s: SetV, a: Any) -> Any:
+    k = conc(a)
+    if k is not None:
+        return s.bits[k] if 0 <= k < len(s.bits) else FALSE
+    return any_of([z3.And(a == i, b) for i, b in enumerate(s.bits)])
+
+
+def remove_slot(slot: Slot) -> None:
+    slot.valid = FALSE
+
+
+def pop_queue(q: Queue) -> None:
+    cap = len(q.types)
+    q.types = [*q.types[1:], q.types[-1]] if cap > 1 else list(q.types)
+    q.fields = [*q.fields[1:], q.fields[-1]] if cap > 1 else list(q.fields)
+    q.count = q.count - 1
+
+
+_ = (SymState,)

@@ -1,0 +1,395 @@
+"""The transition system of a model at a fixed number of agents, as Z3 formulas.
+
+Actions are enumerated concretely, exactly as ``Semantics.enabled`` enumerates them (event and
+rule firings per agent, line and parameter value; message receipts per network slot or FIFO
+queue and handler), so that each action's agent, line and handler are constants and only the
+state is symbolic. The whole step is built once over a template state and instantiated per
+depth with ``z3.substitute``.
+
+A state is *bad* for one of the checker's failure groups (``bad_groups``): an invariant is false
+or cannot be evaluated, a message has no transition, deadlock, or some enabled action raises a
+model error or a coherence violation (those are one step longer, as in the checker's traces).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import z3
+
+from coherence import ir
+from coherence.semantics import Semantics
+from coherence.smt.execute import (
+    FALSE,
+    TRUE,
+    Exec,
+    all_of,
+    any_of,
+    ite,
+    pop_queue,
+    remove_slot,
+    select,
+    truth,
+)
+from coherence.smt.state import Layout, MonAgent, SymState, ivar, num, rebuild, terms, undef
+
+
+class ActionSpec(NamedTuple):
+    """One concrete action; ``where`` is the slot index (unordered) or queue key (fifo)."""
+
+    kind: str
+    machine: str
+    agent: int | None
+    line: int
+    transition: int
+    params: tuple[int, ...]
+    net: int = -1
+    where: Any = None
+
+
+class StepResult(NamedTuple):
+    ok: Any
+    error: Any  # a model error (kind "error")
+    coherence: Any  # the coherence monitor rejects a load
+    state: SymState
+
+
+# Failure groups, named as the checker names failures: (kind, name).
+Group = tuple[str, str]
+
+
+class Encoder:
+    def __init__(self, model: ir.Model) -> None:
+        self.model = model
+        self.n = model.agents
+        self.sem = Semantics(model)
+        self.layout = Layout(model)
+        self.home = model.home
+        self.cache = model.caches[0] if model.caches else None
+        self.msg_index = self.sem.msg_index
+        self.net_index = self.sem.net_index
+        self.global_slot = self.sem.global_slot
+        self.var_slot = self.sem.var_slot
+        self.field_pos = self.sem.field_pos
+        self.coherence_names = [p.name for p in model.properties if p.kind == "coherence"]
+        self.actions = self._actions()
+
+    # ------------------------------------------------------------ actions
+
+    def _actions(self) -> list[ActionSpec]:
+        m = self.model
+        out: list[ActionSpec] = []
+        for line in range(m.lines):
+            if self.cache is not None:
+                for agent in range(self.n):
+                    for tr in self.cache.transitions:
+                        if tr.kind == "message":
+                            continue
+                        for params in self.sem._param_values(tr):
+                            out.append(ActionSpec(tr.kind, self.cache.name, agent, line,
+                                                  tr.index, params))
+            if self.home is not None:
+                for tr in self.home.transitions:
+                    if tr.kind == "rule":
+                        for params in self.sem._param_values(tr):
+                            out.append(ActionSpec("rule", self.home.name, None, line, tr.index,
+                                                  params))
+        for net_i, net in enumerate(m.networks):
+            if net.ordering == "bus":
+                continue
+            places = (range(net.capacity) if net.ordering == "unordered"
+                      else self.layout.fifo_keys())
+            for where in places:
+                for machine in m.machines:
+                    for tr in machine.transitions:
+                        if (tr.kind != "message" or tr.stall
+                                or m.message(tr.name).network != net.name):
+                            continue
+                        for line, agent in self._receivers(machine, where):
+                            out.append(ActionSpec("message", machine.name, agent, line,
+                                                  tr.index, (), net_i, where))
+        return out
+
+    def _receivers(self, machine: ir.Machine, where: Any) -> list[tuple[int, int | None]]:
+        if isinstance(where, tuple):  # fifo queue key: (src, dst, line)
+            _, dst, line = where
+            if machine.kind == "home":
+                return [(line, None)] if dst == self.n else []
+            return [(line, dst)] if dst < self.n else []
+        lines = range(self.model.lines)
+        if machine.kind == "home":
+            return [(ln, None) for ln in lines]
+        return [(ln, a) for ln in lines for a in range(self.n)]
+
+    def machine_state(self, s: SymState, line: int, agent: int | None) -> Any:
+        _g, h, cs = s.lines[line]
+        return h[0] if agent is None else cs[agent][0]
+
+    def in_states(self, s: SymState, line: int, agent: int | None, machine: ir.Machine,
+                  names: tuple[str, ...]) -> Any:
+        st = self.machine_state(s, line, agent)
+        return any_of([st == machine.state_index(x) for x in names])
+
+    def step(self, s: SymState, act: ActionSpec) -> StepResult:
+        """Mirrors ``Semantics.execute``."""
+        machine = self.model.machine(act.machine)
+        tr = machine.transitions[act.transition]
+        ex = Exec(self, s, act.line)
+        ex.agent = act.agent
+        for p, v in zip(tr.params, act.params, strict=True):
+            ex.locals[p.name] = num(v)
+        pre = [self.in_states(s, act.line, act.agent, machine, tr.states)]
+        if act.kind == "message":
+            t = self.msg_index[tr.name]
+            dst = self.n if act.agent is None else act.agent
+            if isinstance(act.where, int):
+                slot = ex.nets[act.net][act.where]
+                pre += [slot.valid, slot.line == act.line, slot.dst == dst, slot.type == t]
+                ex.msg = (slot.src, list(slot.fields), t)
+                remove_slot(slot)
+            else:
+                q = ex.nets[act.net][act.where]
+                pre += [q.count > 0, q.types[0] == t]
+                ex.msg = (num(act.where[0]), list(q.fields[0]), t)
+                pop_queue(q)
+        ex.path = [all_of(pre)]
+        ex.refresh()
+        g = truth(ex.check(ex.guard(tr, ex.pc), ex.pc))
+        ex.path.append(g)
+        ex.block(tr.body)
+        ex.refresh()
+        ex.apply_goto(act.agent)
+        ok = ex.alive()
+        error = any_of(ex.errs)
+        coh = FALSE
+        if ex.performs and self.coherence_names:
+            coh = self.observe(ex.state, act.line, ex.performs, ok)
+            ok = all_of([ok, z3.Not(coh)])
+        return StepResult(ok, error, coh, ex.state)
+
+    # ------------------------------------------------------------ coherence monitor
+
+    def observe(self, s: SymState, line: int, performs: list[tuple[Any, Any, str, Any]],
+                ok: Any) -> Any:
+        """Mirrors ``Semantics._observe``; returns the violation condition."""
+        mon = s.monitor[line]
+        nv = self.model.values
+        bad: list[Any] = []
+        for cond, agent, kind, value in performs:
+            if kind == "store":
+                for b, ma in enumerate(mon):
+                    cb = all_of([cond, agent != b])
+                    after = [[ite(all_of([cb, ma.written[v], value == u]), TRUE, ma.after[v][u])
+                              for u in range(nv)] for v in range(nv)]
+                    fresh = [all_of([cb, value == v, z3.Not(ma.written[v])]) for v in range(nv)]
+                    written = [z3.Or(ma.written[v], fresh[v]) for v in range(nv)]
+                    after = [[ite(fresh[v], FALSE, after[v][u]) for u in range(nv)]
+                             for v in range(nv)]
+                    own = all_of([cond, agent == b])
+                    mon[b] = MonAgent(ite(own, value, ma.view),
+                                      [ite(own, FALSE, w) for w in written], after)
+                continue
+            for b, ma in enumerate(mon):
+                cb = all_of([cond, agent == b, value != ma.view])
+                was_written = select(ma.written, value, 0)
+                bad.append(all_of([ok, cb, z3.Not(was_written)]))
+                after_sel = [select([ma.after[v][u] for v in range(nv)], value, 0)
+                             for u in range(nv)]
+                mon[b] = MonAgent(ite(cb, value, ma.view),
+                                  [ite(cb, z3.And(after_sel[u], ma.written[u]), ma.written[u])
+                                   for u in range(nv)], ma.after)
+        return any_of(bad)
+
+    # ------------------------------------------------------------ state predicates
+
+    def invariants(self, s: SymState) -> list[tuple[ir.Invariant, Any, Any]]:
+        """Per invariant: (violated, cannot be evaluated), over every line."""
+        out = []
+        for inv in self.model.invariants:
+            viol, err = [], []
+            for line in range(self.model.lines):
+                ex = Exec(self, s, line)
+                v = truth(ex.expr(inv.expr, TRUE))
+                e = any_of(ex.errs)
+                viol.append(all_of([z3.Not(e), z3.Not(v)]))
+                err.append(e)
+            out.append((inv, any_of(viol), any_of(err)))
+        return out
+
+    def no_transition(self, s: SymState) -> Any:
+        """A deliverable message that its receiver has no transition for (stall or not)."""
+        m = self.model
+        out = []
+        for net_i, net in enumerate(m.networks):
+            if net.ordering == "bus":
+                continue
+            for msg in m.messages:
+                if msg.network != net.name:
+                    continue
+                t = self.msg_index[msg.name]
+                for machine in m.machines:
+                    missing = [i for i in range(machine.state_type.size())
+                               if not self.sem.handlers.get((machine.name, msg.name, i))]
+                    if not missing:
+                        continue
+                    if net.ordering == "unordered":
+                        for slot in s.nets[net_i]:
+                            for line, agent in self._receivers(machine, 0):
+                                dst = self.n if agent is None else agent
+                                st = self.machine_state(s, line, agent)
+                                out.append(all_of([slot.valid, slot.line == line,
+                                                   slot.dst == dst, slot.type == t,
+                                                   any_of([st == i for i in missing])]))
+                    else:
+                        for key, q in s.nets[net_i].items():
+                            for line, agent in self._receivers(machine, key):
+                                st = self.machine_state(s, line, agent)
+                                out.append(all_of([q.count > 0, q.types[0] == t,
+                                                   any_of([st == i for i in missing])]))
+        return any_of(out)
+
+    def quiescent(self, s: SymState) -> Any:
+        parts = []
+        for net in s.nets:
+            if isinstance(net, list):
+                parts += [z3.Not(slot.valid) for slot in net]
+            elif isinstance(net, dict):
+                parts += [q.count == 0 for q in net.values()]
+        for _g, h, cs in s.lines:
+            if self.home is not None:
+                parts.append(any_of([h[0] == i for i, d in enumerate(self.home.states)
+                                     if d.stable]))
+            if self.cache is not None:
+                stable = [i for i, d in enumerate(self.cache.states) if d.stable]
+                parts += [any_of([c[0] == i for i in stable]) for c in cs]
+        return all_of(parts)
+
+    # ------------------------------------------------------------ the system
+
+    def system(self, deadlock: bool = True) -> System:
+        return System(self, deadlock)
+
+    def initial_state(self) -> SymState:
+        return self.layout.initial(lambda v: self.sem._init_value(v))
+
+
+class System:
+    """The step relation and the bad-state predicates over one template (cur, nxt, sel)."""
+
+    def __init__(self, enc: Encoder, deadlock: bool) -> None:
+        self.enc = enc
+        lay = enc.layout
+        self.cur = lay.fresh("s")
+        self.nxt = lay.fresh("t")
+        self.sel = ivar("sel")
+        self.cur_leaves = list(terms(self.cur))
+        self.nxt_leaves = list(terms(self.nxt))
+        results = [enc.step(self.cur, a) for a in enc.actions]
+        self.results = results
+        # next value of each leaf: an If-chain over the actions that change it
+        choose = []
+        for i, r in enumerate(results):
+            if not z3.is_false(r.ok):
+                choose.append(z3.And(self.sel == i, r.ok))
+        eqs = []
+        per_action = [list(terms(r.state)) for r in results]
+        for j, (c, x) in enumerate(zip(self.cur_leaves, self.nxt_leaves, strict=True)):
+            value = c
+            for i in range(len(results) - 1, -1, -1):
+                new = per_action[i][j]
+                if not new.eq(c):
+                    value = z3.If(self.sel == i, new, value)
+            eqs.append(x == value)
+        self.trans = z3.And(any_of(choose), *eqs)
+        self.domain = self.domain_of(self.cur)
+        # bad-state groups, each with the extra trace length (0 or 1 step)
+        groups: dict[tuple[str, str], tuple[Any, int]] = {}
+        for inv, viol, err in enc.invariants(self.cur):
+            groups[("invariant", inv.name)] = (viol, 0)
+            if not z3.is_false(err):
+                groups[("error", inv.name)] = (err, 0)
+        groups[("no-transition", "*")] = (enc.no_transition(self.cur), 0)
+        groups[("error", "error")] = (any_of([r.error for r in results]), 1)
+        for name in enc.coherence_names:
+            groups[("coherence", name)] = (any_of([r.coherence for r in results]), 1)
+        if deadlock:
+            fires = any_of([z3.Or(r.ok, r.error, r.coherence) for r in results])
+            groups[("deadlock", "deadlock")] = (
+                all_of([z3.Not(fires), z3.Not(groups[("no-transition", "*")][0]),
+                        z3.Not(enc.quiescent(self.cur))]), 0)
+        self.groups = groups
+
+    def domain_of(self, s: SymState) -> Any:
+        """Every leaf holds a value of its type (or undefined): the state space of induction."""
+        enc = self.enc
+        m = enc.model
+        parts: list[Any] = []
+
+        def scalar(x: Any, t: ir.Type) -> None:
+            if isinstance(t, ir.ArrayT):
+                for e in x.elems:
+                    scalar(e, t.elem)
+                return
+            if isinstance(t, ir.SetT):
+                return
+            lo, hi = (t.lo, t.hi) if isinstance(t, ir.IntT) else (0, t.size() - 1)
+            parts.append(z3.Or(x == undef(), z3.And(x >= lo, x <= hi)))
+
+        for g, h, cs in s.lines:
+            for v, x in zip(m.globals, g, strict=True):
+                scalar(x, v.type)
+            if enc.home is not None:
+                scalar(h[0], enc.home.state_type)
+                parts.append(h[0] != undef())
+                for v, x in zip(enc.home.vars, h[1:], strict=True):
+                    scalar(x, v.type)
+            if enc.cache is not None:
+                for c in cs:
+                    scalar(c[0], enc.cache.state_type)
+                    parts.append(c[0] != undef())
+                    for v, x in zip(enc.cache.vars, c[1:], strict=True):
+                        scalar(x, v.type)
+        for net_i, net in enumerate(m.networks):
+            contents = s.nets[net_i]
+            types = [enc.msg_index[x.name] for x in m.messages if x.network == net.name]
+            if net.ordering == "unordered":
+                for slot in contents:
+                    ok = [slot.line >= 0, slot.line < m.lines, slot.src >= 0, slot.src <= enc.n,
+                          slot.dst >= 0, slot.dst <= enc.n, any_of([slot.type == t for t in types])]
+                    ok += self._fields_ok(slot.type, slot.fields, types)
+                    parts.append(z3.Implies(slot.valid, all_of(ok)))
+            elif net.ordering == "fifo":
+                for q in contents.values():
+                    parts += [q.count >= 0, q.count <= net.capacity]
+                    for k, (ty, fs) in enumerate(zip(q.types, q.fields, strict=True)):
+                        ok = [any_of([ty == t for t in types]), *self._fields_ok(ty, fs, types)]
+                        parts.append(z3.Implies(q.count > k, all_of(ok)))
+        for line in s.monitor:
+            for ma in line:
+                parts.append(z3.And(ma.view >= 0, ma.view < m.values))
+        return all_of(parts)
+
+    def _fields_ok(self, ty: Any, fields: list[Any], types: list[int]) -> list[Any]:
+        out = []
+        for t in types:
+            msg = self.enc.model.messages[t]
+            for f, x in zip(msg.fields, fields, strict=False):
+                ft = f.type
+                lo, hi = (ft.lo, ft.hi) if isinstance(ft, ir.IntT) else (0, ft.size() - 1)
+                out.append(z3.Implies(ty == t, z3.Or(x == undef(), z3.And(x >= lo, x <= hi))))
+        return out
+
+    def at(self, formula: Any, s: SymState, nxt: SymState | None = None,
+           sel: Any = None) -> Any:
+        pairs = list(zip(self.cur_leaves, terms(s), strict=True))
+        if nxt is not None:
+            pairs += list(zip(self.nxt_leaves, terms(nxt), strict=True))
+        if sel is not None:
+            pairs.append((self.sel, sel))
+        return z3.substitute(formula, *pairs)
+
+    def equal(self, a: SymState, b: SymState) -> Any:
+        return all_of([x == y for x, y in zip(terms(a), terms(b), strict=True)])
+
+
+_ = rebuild

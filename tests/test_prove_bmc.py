@@ -1,0 +1,106 @@
+"""BMC against the reference checker: same verdict, same first failing depth per property.
+
+The checker's BFS gives each failure's shortest counterexample; BMC at depth k asks Z3 for a
+path of exactly k steps, so the first depth at which BMC finds a property failing must equal
+the checker's shortest length, property by property (NOTE(z3-exactness)).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from coherence.checker import CheckOptions, check
+from coherence.ir import Model
+from coherence.smt.bmc import bmc
+from coherence.spec.load import load_spec, load_spec_text
+
+SPECS = Path(__file__).resolve().parent.parent / "specs"
+
+
+def checker_groups(model: Model, depth: int) -> dict[str, int]:
+    """Per failure group, the shortest counterexample of length <= depth."""
+    result = check(model, CheckOptions(max_depth=depth + 1))
+    out: dict[str, int] = {}
+    for f in result.failures:
+        if f.kind == "no-transition":
+            key = "no-transition:*"
+        elif f.kind == "error" and not any(i.name == f.name for i in model.invariants):
+            key = "error:error"
+        else:
+            key = f"{f.kind}:{f.name}"
+        if f.length <= depth:
+            out[key] = min(out.get(key, f.length), f.length)
+    return out
+
+
+def assert_agree(model: Model, depth: int) -> dict[str, int]:
+    expected = checker_groups(model, depth)
+    result = bmc(model, depth, all_failures=True)
+    assert result.groups == expected
+    for f in result.failures:  # every trace was replayed; its length is the depth found
+        key = "no-transition:*" if f.kind == "no-transition" else f"{f.kind}:{f.name}"
+        assert f.length == result.groups.get(key, f.length)
+    return expected
+
+
+# (spec, agents, depth): depths keep the default suite fast; the slow tier goes deeper.
+CASES = [
+    ("broadcast_invalidate.coh", 2, 5),
+    ("broadcast_invalidate.coh", 3, 4),
+    ("broadcast_invalidate_acked.coh", 2, 5),
+    ("broadcast_invalidate_acked.coh", 3, 3),
+    ("german.coh", 2, 5),
+    ("german.coh", 3, 4),
+]
+
+
+@pytest.mark.parametrize(("spec", "agents", "depth"), CASES)
+def test_bmc_agrees_with_checker(spec: str, agents: int, depth: int) -> None:
+    path = SPECS / spec
+    if not path.exists():
+        pytest.skip(f"{spec} is not in this checkout")
+    assert_agree(load_spec(path, {"agents": agents}), depth)
+
+
+def test_literal_scheme_fails_at_the_checkers_depth() -> None:
+    groups = assert_agree(load_spec(SPECS / "broadcast_invalidate.coh", {"agents": 2}), 5)
+    assert groups == {"invariant:data_value": 4, "invariant:stale_copy_is_doomed": 5}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", sorted(SPECS.glob("*.coh")) + sorted(
+    (SPECS / "mutants").glob("*.coh")), ids=lambda p: p.name)
+@pytest.mark.parametrize("agents", [2, 3])
+def test_every_spec_and_mutant_agrees(path: Path, agents: int) -> None:
+    assert_agree(load_spec(path, {"agents": agents}), 6 if agents == 2 else 5)
+
+
+ERRORS = """
+param agents = 2; param values = 2;
+message Req on net; message Ack(v: value) on net;
+network net: unordered, capacity = 2;
+event Go;
+home machine H {
+  stable state Idle; init Idle;
+  var x: value = 1;
+  var k: int[0..1] = 0;
+  on Req in Idle { k := k + 1; send Ack(x) to msg.src; }
+}
+cache machine C {
+  stable state A; transient state W; init A;
+  var d: value = undefined;
+  on Go in A { send Req to home; goto W; }
+  on Go in W { goto A; }
+  on Ack in W { d := msg.v; goto A; }
+}
+invariant fine: forall a: agent :: C[a].state == W -> isundefined(C[a].d);
+"""
+
+
+def test_errors_and_no_transition_agree() -> None:
+    """Model errors (range overflow), no-transition and invariant failures: same depths."""
+    model = load_spec_text(ERRORS, "errors.coh")
+    groups = assert_agree(model, 6)
+    assert set(groups) == {"error:error", "invariant:fine", "no-transition:*"}
