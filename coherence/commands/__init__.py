@@ -9,7 +9,7 @@ from __future__ import annotations
 from importlib import import_module
 from types import ModuleType
 
-VERBS = ["check", "bench", "litmus", "prove"]
+VERBS = ["check", "bench", "litmus", "prove", "diagram"]
 
 
 def verb_modules() -> dict[str, ModuleType]:

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from coherence.cli import add_spec_args, emit_json
+from coherence.commands.common import add_diagram_arg
 
 HELP = "explore every reachable state; check invariants, coherence, deadlock"
 
@@ -29,11 +30,12 @@ def add_args(p: argparse.ArgumentParser) -> None:
                    help="live progress line on stderr (auto: when stderr is a terminal)")
     p.add_argument("--trace-out", metavar="FILE",
                    help="save the counterexample traces as JSON (for `coherence diagram`)")
+    add_diagram_arg(p)
 
 
 def run(args: argparse.Namespace) -> int:
     from coherence.checker import CheckOptions, check
-    from coherence.commands.common import load_model, progress_enabled
+    from coherence.commands.common import draw_failures, load_model, progress_enabled
     from coherence.commands.report import live_progress, print_check_result, result_json
     from coherence.spec.select import drop_properties
 
@@ -48,8 +50,13 @@ def run(args: argparse.Namespace) -> int:
     if args.trace_out:
         from coherence.traces_io import save_traces
         save_traces(args.trace_out, model, result.failures, source="check")
+    diagrams = draw_failures(args, model, result.failures, "check")
+    if diagrams:
+        doc["diagrams"] = diagrams
     if args.json:
         emit_json(doc)
     else:
         print_check_result(model, result)
+        for f in diagrams:
+            print(f"diagram: {f}")
     return result.exit_code

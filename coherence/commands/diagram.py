@@ -1,0 +1,166 @@
+"""``coherence diagram SPEC --kind fsm|states|trace``: draw a protocol with graphviz.
+
+fsm: one controller state machine per machine. states: the reachable state graph of a small
+configuration (refused, exit 3, beyond --max-nodes). trace: message-sequence charts of
+counterexamples, from a saved trace file (``--trace FILE``, written by ``check --trace-out``)
+or, without one, from a fresh ``coherence check`` of the spec.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from coherence.cli import EXIT_HOLDS, EXIT_INCOMPLETE, add_spec_args, emit_json
+from coherence.errors import Span, SpecError
+
+HELP = "draw controller FSMs, the reachable state graph, or counterexample charts"
+SCHEMA_VERSION = 1
+
+
+def add_args(p: argparse.ArgumentParser) -> None:
+    add_spec_args(p)
+    p.add_argument("--kind", choices=["fsm", "states", "trace"], required=True,
+                   help="fsm: controller state machines; states: reachable state graph; "
+                        "trace: message-sequence charts of counterexamples")
+    p.add_argument("--out", metavar="DIR", required=True, help="directory to write into")
+    p.add_argument("--format", choices=["all", "dot"], default="all",
+                   help="all: DOT, SVG and PNG (needs Graphviz's dot); dot: DOT only")
+    p.add_argument("--trace", metavar="FILE",
+                   help="(trace) a saved trace file (check --trace-out); without it the "
+                        "spec is checked and each counterexample drawn")
+    p.add_argument("--max-nodes", type=int, default=None, metavar="N",
+                   help="(states) draw at most N states (default 60)")
+    p.add_argument("--symmetry", choices=["exact", "off"], default="exact",
+                   help="(states, trace) symmetry reduction over agent ids (default: exact)")
+    p.add_argument("--max-states", type=int, metavar="N",
+                   help="(trace without --trace) stop checking after N states")
+    p.add_argument("--skip", action="append", default=[], metavar="NAME",
+                   help="(trace without --trace) do not check this property (repeatable)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from coherence.commands.common import load_model
+
+    formats = ("dot", "svg", "png") if args.format == "all" else ("dot",)
+    if args.max_nodes is not None and args.max_nodes < 1:
+        raise SpecError(f"--max-nodes must be at least 1, got {args.max_nodes}")
+    if args.kind == "trace" and args.trace:
+        return _saved_trace(args, formats)
+    model = load_model(args)
+    doc: dict[str, Any] = {"schema": SCHEMA_VERSION, "tool": "coherence diagram",
+                           "kind": args.kind, "spec": model.file,
+                           "params": {p.name: p.value for p in model.params}}
+    if args.kind == "fsm":
+        from coherence.diagrams.fsm import spec_graphs
+        from coherence.diagrams.render import write
+        files: list[str] = []
+        for stem, graph in spec_graphs(model):
+            files += write(graph, args.out, stem, formats)
+        return _done(args, doc, files, EXIT_HOLDS, f"{len(model.machines)} machine(s)")
+    if args.kind == "states":
+        return _states(args, model, doc, formats)
+    return _checked_trace(args, model, doc, formats)
+
+
+def _states(args: argparse.Namespace, model: Any, doc: dict[str, Any],
+            formats: tuple[str, ...]) -> int:
+    from coherence.diagrams import states
+    from coherence.diagrams.render import write
+    limit = args.max_nodes or states.DEFAULT_MAX_NODES
+    symmetry = args.symmetry == "exact"
+    try:
+        sg = states.explore(model, limit, symmetry)
+    except states.TooLarge:
+        message = (f"not drawn: {Path(model.file).name} has more than {limit} reachable "
+                   f"states with these parameters, too many for a readable picture. Draw a "
+                   f"smaller configuration (fewer --agents, --param values=1, a smaller "
+                   f"network capacity) or raise --max-nodes.")
+        doc.update(verdict="too-large", max_nodes=limit, message=message, files=[],
+                   exit_code=EXIT_INCOMPLETE)
+        if args.json:
+            emit_json(doc)
+        else:
+            print(message, file=sys.stderr)
+        return EXIT_INCOMPLETE
+    files = write(states.graph(model, sg, symmetry), args.out,
+                  f"{Path(model.file).stem}.states", formats)
+    doc.update(states=len(sg.states), failure_path=len(sg.path) - 1 if sg.path else None)
+    what = f"{len(sg.states)} states"
+    if sg.path:
+        what += f", shortest path to a failure: {len(sg.path) - 1} steps (in red)"
+    return _done(args, doc, files, EXIT_HOLDS, what)
+
+
+def _checked_trace(args: argparse.Namespace, model: Any, doc: dict[str, Any],
+                   formats: tuple[str, ...]) -> int:
+    from coherence.checker import CheckOptions, check
+    from coherence.diagrams.msc import draw_failures
+    from coherence.spec.select import drop_properties
+    model = drop_properties(model, args.skip)
+    result = check(model, CheckOptions(symmetry=args.symmetry == "exact",
+                                       max_states=args.max_states))
+    files: list[str] = []
+    for f in result.failures:
+        files += draw_failures(args.out, model, [f], "check")
+    doc["failures"] = [f.name for f in result.failures]
+    if not result.failures:
+        if result.stopped:
+            message = f"no counterexample found before the search stopped ({result.stopped})"
+            code = EXIT_INCOMPLETE
+        else:
+            message = "no counterexample to draw: every property holds"
+            code = EXIT_HOLDS
+        return _done(args, doc, files, code, message)
+    return _done(args, doc, files, EXIT_HOLDS,
+                 f"{len(result.failures)} counterexample(s): "
+                 + ", ".join(f.name for f in result.failures))
+
+
+def _saved_trace(args: argparse.Namespace, formats: tuple[str, ...]) -> int:
+    from coherence.diagrams.msc import as_failure, chart, draw_failures
+    from coherence.spec.load import load_spec, parse_overrides
+    from coherence.traces_io import load_traces
+    where = Span(args.trace, 1, 1)
+    try:
+        saved = load_traces(args.trace)
+        overrides = {str(k): int(v) for k, v in saved.get("params", {}).items()}
+        traces = saved.get("traces", [])
+        if not isinstance(traces, list):
+            raise TypeError("'traces' is not a list")
+        source = str(saved.get("source", "saved trace"))
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise SpecError(f"not a valid trace file ({type(e).__name__}: {e})", where) from None
+    overrides.update(parse_overrides(args.param, args.agents))
+    model = load_spec(args.spec, overrides)
+    for t in traces:
+        try:
+            chart(model, as_failure(t), source)
+        except (KeyError, TypeError, ValueError) as e:
+            raise SpecError(f"trace of {t.get('property', '?')!r} does not fit "
+                            f"{args.spec}: {e}", where) from None
+    files = draw_failures(args.out, model, traces, source) if traces else []
+    doc: dict[str, Any] = {"schema": SCHEMA_VERSION, "tool": "coherence diagram",
+                           "kind": "trace", "spec": model.file, "trace_file": args.trace,
+                           "params": {p.name: p.value for p in model.params},
+                           "failures": [t.get("property") for t in traces]}
+    what = f"{len(traces)} trace(s) from {args.trace}" if traces else \
+        f"{args.trace} holds no trace"
+    return _done(args, doc, files, EXIT_HOLDS, what)
+
+
+def _done(args: argparse.Namespace, doc: dict[str, Any], files: list[str], code: int,
+          what: str) -> int:
+    doc.update(files=files, exit_code=code, summary=what)
+    if args.json:
+        emit_json(doc)
+        return code
+    from coherence.commands.common import out_console
+    out = out_console()
+    out.print(f"[bold]coherence diagram[/] --kind {args.kind}: {what}")
+    for f in files:
+        out.print(f"  wrote {f}", markup=False)
+    return code
+
