@@ -73,6 +73,28 @@ class Encoder:
         self.field_pos = self.sem.field_pos
         self.coherence_names = [p.name for p in model.properties if p.kind == "coherence"]
         self.actions = self._actions()
+        self.senders = self._senders()
+
+    def _senders(self) -> dict[int, set[str]]:
+        """Per message type, the kinds of machine ("home", "cache") with a send of it: the
+        source of a message in flight is always one of those (used to bound induction)."""
+        from coherence.spec.lower import walk_stmts
+        out: dict[int, set[str]] = {i: set() for i in range(len(self.model.messages))}
+        for machine in self.model.machines:
+            for tr in machine.transitions:
+                for st in walk_stmts(tr.body):
+                    if isinstance(st, (ir.Send, ir.Broadcast)):
+                        out[self.msg_index[st.message]].add(machine.kind)
+        return out
+
+    def src_ok(self, t: int, src: Any) -> Any:
+        kinds = self.senders[t]
+        parts = []
+        if "home" in kinds:
+            parts.append(src == self.n)
+        if "cache" in kinds:
+            parts.append(z3.And(src >= 0, src < self.n))
+        return any_of(parts)
 
     # ------------------------------------------------------------ actions
 
@@ -357,12 +379,15 @@ class System:
                     ok = [slot.line >= 0, slot.line < m.lines, slot.src >= 0, slot.src <= enc.n,
                           slot.dst >= 0, slot.dst <= enc.n, any_of([slot.type == t for t in types])]
                     ok += self._fields_ok(slot.type, slot.fields, types)
+                    ok += [z3.Implies(slot.type == t, enc.src_ok(t, slot.src)) for t in types]
                     parts.append(z3.Implies(slot.valid, all_of(ok)))
             elif net.ordering == "fifo":
-                for q in contents.values():
+                for key, q in contents.items():
                     parts += [q.count >= 0, q.count <= net.capacity]
+                    src = num(key[0])
                     for k, (ty, fs) in enumerate(zip(q.types, q.fields, strict=True)):
-                        ok = [any_of([ty == t for t in types]), *self._fields_ok(ty, fs, types)]
+                        ok = [any_of([z3.And(ty == t, enc.src_ok(t, src)) for t in types]),
+                              *self._fields_ok(ty, fs, types)]
                         parts.append(z3.Implies(q.count > k, all_of(ok)))
         for line in s.monitor:
             for ma in line:

@@ -1,0 +1,78 @@
+"""``coherence prove`` on the command line: exit codes, --json, --trace-out, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from coherence.cli import main
+from coherence.traces_io import load_traces
+
+SPECS = Path(__file__).resolve().parent.parent / "specs"
+LITERAL = str(SPECS / "broadcast_invalidate.coh")
+ACKED = str(SPECS / "broadcast_invalidate_acked.coh")
+
+
+def test_bmc_prints_the_replayed_trace_like_check(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["prove", LITERAL, "--agents", "2", "--bmc", "5"]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL data_value (invariant)" in out
+    assert "  1. GPU[0]: Load" in out and "  4. GPU[0]: receives Data(val=0) from Home" in out
+    assert "FAILS at depth 4" in out
+
+
+def test_bmc_json_and_trace_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    traces = tmp_path / "t.json"
+    code = main(["prove", LITERAL, "--agents", "2", "--bmc", "5", "--all-failures", "--json",
+                 "--trace-out", str(traces)])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 1 and doc["exit_code"] == 1 and doc["verdict"] == "fails"
+    assert doc["first_failing_depth_by_property"] == {
+        "invariant:data_value": 4, "invariant:stale_copy_is_doomed": 5}
+    assert [d["depth"] for d in doc["seconds_per_depth"]] == [0, 1, 2, 3, 4, 5]
+    saved = load_traces(traces)
+    assert saved["source"] == "prove --bmc"
+    assert [len(t["steps"]) for t in saved["traces"]] == [4, 5]
+
+
+def test_bounded_pass_is_not_a_proof(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["prove", ACKED, "--agents", "2", "--bmc", "3"]) == 3
+    assert "nothing is proved beyond" in capsys.readouterr().out
+
+
+def test_timeout_is_unknown_not_a_pass(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["prove", ACKED, "--agents", "3", "--bmc", "40", "--timeout", "0.5", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 3 and doc["verdict"] == "unknown" and "timeout" in doc["reason"]
+
+
+@pytest.mark.parametrize("argv", [
+    ["--agents", "two", "--bmc", "2"],
+    ["--agents", "2", "--bmc", "-1"],
+    ["--agents", "2"],
+    ["--agents", "2", "--induction", "0"],
+    ["--agents", "any", "--bmc", "3"],
+    ["--agents", "2", "--bmc", "2", "--skip", "nosuch"],
+])
+def test_bad_input_exits_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["prove", LITERAL, *argv]) == 2
+    err = capsys.readouterr().err
+    assert "error:" in err and "Traceback" not in err
+
+
+def test_missing_spec_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["prove", "no/such.coh", "--agents", "2", "--bmc", "1"]) == 2
+    assert "no/such.coh: error: no such file" in capsys.readouterr().err
+
+
+def test_unsupported_construct_is_a_located_error(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "u.coh"
+    spec.write_text("param agents = 2;\nevent Go;\ncache machine C {\n  stable state A;\n"
+                    "  init A;\n  var s: set<agent> = {};\n"
+                    "  on Go in A { undefine s; }\n}\n")
+    assert main(["prove", str(spec), "--bmc", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "u.coh:7:" in err and "undefined set" in err
