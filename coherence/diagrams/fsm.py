@@ -110,7 +110,10 @@ def machine_graph(model: ir.Model, machine: ir.Machine) -> graphviz.Digraph:
             continue
         for src in t.states:
             at = Printer(model, machine, src)  # tests of `state` are known in each source
-            for actions, dst in paths(at, t.body):
+            ways = paths(at, t.body)
+            if len({dst for _, dst in ways}) == 1:  # one destination: keep `if`s inline
+                ways = [(at.actions(t.body), ways[0][1])]
+            for actions, dst in ways:
                 label = transition_label(model, t, at, actions)
                 edges.setdefault((src, dst or src), []).append(label)
     for (src, dst), labels in edges.items():

@@ -183,20 +183,20 @@ class Printer:
             live = live_branch(s, self.own)
             if live is not None:
                 return "; ".join(self.actions(live))
-            then = "; ".join(self.actions(s.then)) or "skip"
+            then = "; ".join(self.actions(s.then))
             gotos = _gotos(s.then)
             if gotos:
-                then += f" → {gotos}"
-            text = f"if {self.expr(s.cond)}: {then}"
+                then += f"{'; ' if then else ''}→ {gotos}"
+            text = f"if {self.expr(s.cond)} {{ {then} }}"
             if s.orelse:
-                other = "; ".join(self.actions(s.orelse)) or "skip"
+                other = "; ".join(self.actions(s.orelse))
                 gotos = _gotos(s.orelse)
                 if gotos:
-                    other += f" → {gotos}"
-                text += f" else {other}"
+                    other += f"{'; ' if other else ''}→ {gotos}"
+                text += f" else {{ {other} }}"
             return text
         if isinstance(s, ir.For):
-            return f"for {s.var}: {'; '.join(self.actions(s.body))}"
+            return f"for {s.var}: {s.var_type} {{ {'; '.join(self.actions(s.body))} }}"
         return ""  # pragma: no cover
 
     def message(self, name: str, args: tuple[ir.Expr, ...]) -> str:

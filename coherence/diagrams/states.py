@@ -2,11 +2,13 @@
 
 Explored here breadth-first with the reference semantics and exact symmetry (the checker's own
 canonical forms), so node counts equal ``coherence check``'s state counts for the same model.
-Each node is a canonical representative: the agent names inside a node are its own, and an
-edge is labelled with the action in the source node's names. The initial state has a double
-border and an entry arrow; states that break an invariant, or that deadlock, are red; an
-action that raises a model error goes to a red error node; the shortest path to the first
-failure found is drawn thick and red.
+Each node is drawn as the first concrete state of its symmetry class that the search meets
+(not the canonical form, which is an implementation detail): names stay consistent along
+the search tree, so the highlighted path reads like a trace. An edge is labelled with the
+action in its source node's names; an edge into an already-seen class may rename agents.
+The initial state has a double border and an entry arrow; states that break an invariant,
+or that deadlock, are red; an action that raises a model error goes to a red error node;
+the shortest path to the first failure found is drawn thick and red.
 
 History properties (``property P: coherence``) are not drawn: their monitor is not part of a
 protocol state and would duplicate every node. ``coherence check`` checks them.
@@ -76,13 +78,13 @@ def explore(model: ir.Model, max_nodes: int = DEFAULT_MAX_NODES,
     fmt = Formatter(sem)
 
     def add(s: State, par: int) -> int:
-        key, c = canon(s)
+        key, _ = canon(s)
         if key in index:
             return index[key]
         if len(states) >= max_nodes:
             raise TooLarge(max_nodes)
         index[key] = len(states)
-        states.append(c)
+        states.append(s)  # the first concrete state of its orbit that BFS meets
         parent.append(par)
         return index[key]
 
