@@ -171,6 +171,8 @@ class _Search:
                         continue
                     live += 1
                     assert out.state is not None
+                    if self.sym is not None and encode(out.state) in self.visited:
+                        continue  # the successor is itself a visited representative
                     key, canon = self.canon(out.state)
                     child = self.add(key, idx)
                     if child is not None:

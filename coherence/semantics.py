@@ -105,12 +105,13 @@ class _Env:
         "sends",
     )
 
-    def __init__(self, sem: Semantics, line: int, lstate: tuple, nets: list) -> None:
+    def __init__(self, sem: Semantics, line: int, lstate: tuple, nets: Any) -> None:
+        # Read-only until thaw(): guards and invariants read the state's tuples directly.
         self.sem = sem
         self.line = line
-        self.globals = list(lstate[0])
-        self.home = list(lstate[1])
-        self.caches = [list(c) for c in lstate[2]]
+        self.globals: Any = lstate[0]
+        self.home: Any = lstate[1]
+        self.caches: Any = lstate[2]
         self.nets = nets
         self.agent: int | None = None
         self.msg: tuple[int, tuple[int, ...], int] | None = None  # (src, fields, type)
@@ -118,6 +119,13 @@ class _Env:
         self.performs: list[Perform] = []
         self.goto: str | None = None
         self.depth = 0
+
+    def thaw(self) -> None:
+        """Make the line and the networks writable, before a transition's body runs."""
+        self.globals = list(self.globals)
+        self.home = list(self.home)
+        self.caches = [list(c) for c in self.caches]
+        self.nets = list(self.nets)
 
     def frozen_line(self) -> tuple:
         return (tuple(self.globals), tuple(self.home), tuple(tuple(c) for c in self.caches))
@@ -638,17 +646,19 @@ class Semantics:
         lines, nets, monitor = state
         machine = self.model.machine(act.machine)
         tr = machine.transitions[act.transition]
-        env = _Env(self, act.line, lines[act.line], list(nets))
+        env = _Env(self, act.line, lines[act.line], nets)
         env.agent = act.agent
         for p, v in zip(tr.params, act.params, strict=True):
             env.locals[p.name] = v
         if act.kind == "message":
             _line, src, _dst, t, fields = act.msg
             env.msg = (src, fields, t)
-            self._remove_message(env, act.net, act.msg)
         try:
             if not self._guard_ok(env, tr):
                 return None
+            env.thaw()
+            if act.kind == "message":
+                self._remove_message(env, act.net, act.msg)
             self._bodies[(machine.name, tr.index)](env)
             self._apply_goto(env, machine, act.agent)
         except Blocked:
@@ -731,7 +741,7 @@ class Semantics:
         lines, nets, _ = state
         out = []
         for line in range(self.model.lines):
-            env = _Env(self, line, lines[line], list(nets))
+            env = _Env(self, line, lines[line], nets)
             for inv, f in self._invariants:
                 try:
                     ok = f(env)

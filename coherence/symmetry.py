@@ -74,6 +74,10 @@ class Symmetry:
             m.caches[0].vars if m.caches else ())]
         self.field_symmetric = [[ir.is_symmetric(f.type) for f in msg.fields]
                                 for msg in m.messages]
+        self.field_sym = [any(flags) for flags in self.field_symmetric]
+        self.globals_sym = any(ir.is_symmetric(v.type) for v in m.globals)
+        self.home_sym = any(ir.is_symmetric(v.type) for v in (m.home.vars if m.home else ()))
+        self.cache_sym = any(self.cache_symmetric)
         self.trivial = all(not ir.is_symmetric(v.type) for v in m.globals) and all(
             not ir.is_symmetric(v.type) for mach in m.machines for v in mach.vars)
 
@@ -81,22 +85,31 @@ class Symmetry:
         return v if v >= self.n else p[v]
 
     def _fields(self, t: int, fields: tuple, p: tuple[int, ...]) -> tuple:
-        maps = self.field_maps[t]
-        return tuple(f(x, p) for f, x in zip(maps, fields, strict=True))
+        if not self.field_sym[t]:
+            return fields
+        return tuple(f(x, p) for f, x in zip(self.field_maps[t], fields, strict=True))
+
+    def _remap(self, maps: list[Mapper], symmetric: bool, values: tuple,
+               p: tuple[int, ...]) -> tuple:
+        if not symmetric:
+            return values  # no agent-typed slot: nothing to rename
+        return tuple(f(x, p) for f, x in zip(maps, values, strict=True))
 
     def permute(self, state: State, p: tuple[int, ...]) -> State:
         lines, nets, monitor = state
         new_lines = []
         for g, h, caches in lines:
-            g2 = tuple(f(x, p) for f, x in zip(self.global_maps, g, strict=True))
-            h2 = tuple(f(x, p) for f, x in zip(self.home_maps, h, strict=True)) if h else h
+            g2 = self._remap(self.global_maps, self.globals_sym, g, p)
+            h2 = self._remap(self.home_maps, self.home_sym, h, p) if h else h
             c2: list[Any] = [None] * len(caches)
             for a, c in enumerate(caches):
-                c2[p[a]] = tuple(f(x, p) for f, x in zip(self.cache_maps, c, strict=True))
+                c2[p[a]] = self._remap(self.cache_maps, self.cache_sym, c, p)
             new_lines.append((g2, h2, tuple(c2)))
         new_nets = []
         for ordering, contents in zip(self.orderings, nets, strict=True):
-            if ordering == "unordered":
+            if not contents:
+                new_nets.append(contents)
+            elif ordering == "unordered":
                 new_nets.append(tuple(sorted(
                     (line, self._node(src, p), self._node(dst, p), t, self._fields(t, f, p))
                     for line, src, dst, t, f in contents)))
@@ -171,7 +184,8 @@ class Symmetry:
 
     def canonical(self, state: State) -> tuple[bytes, State]:
         """The packed key and the state of the orbit's representative (exact)."""
-        best = min(self.permute(state, p) for p in self.candidate_perms(state))
+        perms = self.perms if self.n <= 2 else self.candidate_perms(state)
+        best = min(self.permute(state, p) for p in perms)
         return encode(best), best
 
     def canonical_full(self, state: State) -> tuple[bytes, State]:
