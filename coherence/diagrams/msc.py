@@ -227,8 +227,12 @@ def chart(model: ir.Model, failure: TraceFailure, source: str) -> graphviz.Digra
     for i, name in enumerate(names):
         labels[(i, 0)] = (f"<b>{html(name)}</b><br/>"
                           f'<font point-size="9">init {html(state.get(name, "?"))}</font>')
+    bus = bus_messages(model, trace)
     for row, step in enumerate(trace, start=1):
         notes = _notes(step, names)
+        for b in reversed(bus[row - 1]):  # a machine that took a bus message says so
+            if b.dst != step.actor:
+                notes.setdefault(b.dst, []).insert(0, html(f"?{b.message}"))
         for lane_name, _s0, s1 in step.state_changes:
             state[lane_name] = s1
         for i, name in enumerate(names):
@@ -249,7 +253,6 @@ def chart(model: ir.Model, failure: TraceFailure, source: str) -> graphviz.Digra
     lane = {name: i for i, name in enumerate(names)}
     arrows: list[tuple[int, int, int, int, str, str]] = []
     pending: list[tuple[int, Send]] = []
-    bus = bus_messages(model, trace)
     for row, step in enumerate(trace, start=1):
         if step.received is not None:
             r = step.received

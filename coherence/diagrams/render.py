@@ -34,8 +34,8 @@ def html(text: str) -> str:
 
 
 def file_stem(*parts: str) -> str:
-    """A file name from free text: letters, digits, '_', '-' and '.' only."""
-    return ".".join(re.sub(r"[^A-Za-z0-9_-]+", "_", p).strip("_") or "x" for p in parts)
+    """A file name from free text: letters, digits and '_' only, parts joined by '.'."""
+    return ".".join(re.sub(r"[^A-Za-z0-9]+", "_", p).strip("_") or "x" for p in parts)
 
 
 def dot_available() -> bool:
