@@ -294,3 +294,14 @@ def test_bad_input_exits_2(tmp_path: Path, argv: list[str],
                            capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["diagram", *argv, "--out", str(tmp_path)]) == 2
     assert "error" in capsys.readouterr().err
+
+
+def test_msc_reads_change_lines_of_every_shape() -> None:
+    names = ["GPU[0]", "Home", "GPU[1]"]
+    assert msc._parse_change("GPU[0]: state I → IS_D", names) == ("GPU[0]", None, 0, "I → IS_D")
+    assert msc._parse_change("GPU[1].data (line 1): undefined → 0", names) == (
+        "GPU[1]", "data", 1, "undefined → 0")
+    assert msc._parse_change("Home (line 2): state Ready → Wait", names) == (
+        "Home", None, 2, "Ready → Wait")
+    assert msc._parse_change("Home sends Inv to GPU[0]", names) is None
+    assert msc._parse_change("latest: 0 → 1", names) is None

@@ -109,32 +109,47 @@ def bus_messages(model: ir.Model, trace: Sequence[Step]) -> list[list[Send]]:
     return out + [[] for _ in range(len(trace) - len(out))]
 
 
-def _lane_of(change: str, names: list[str]) -> tuple[str, str] | None:
-    """Which lane a change line belongs to, and the line without the lane's name."""
+_CHANGE = re.compile(r"^(?:\.(\w+))?(?: \(line (\d+)\))?: (.*)$")
+
+
+def _parse_change(change: str, names: list[str]) -> tuple[str, str | None, int, str] | None:
+    """A change line of a Step (see coherence.trace) as (lane, variable or None for the
+    control state, line, "old → new"); None if it names no lane (sends, globals)."""
     for name in names:
-        if change.startswith(name) and change[len(name):len(name) + 1] in (".", ":", " "):
-            rest = change[len(name):]
-            if rest.startswith(" sends "):
-                return None
-            return name, rest.lstrip(".: ")
+        if change.startswith(name):
+            m = _CHANGE.match(change[len(name):])
+            if m is None:
+                continue
+            var, line, text = m.groups()
+            if var is None:
+                if not text.startswith("state "):
+                    continue
+                text = text[len("state "):]
+            return name, var, int(line or 0), text
     return None
 
 
-def _notes(step: Step, names: list[str]) -> dict[str, list[str]]:
-    """HTML lines per lane for what changed in a step."""
+def _notes(step: Step, names: list[str],
+           lines: int) -> tuple[dict[str, list[str]], list[tuple[str, int, str]]]:
+    """HTML lines per lane for what changed in a step, and the new control states."""
     notes: dict[str, list[str]] = {}
+    moved: list[tuple[str, int, str]] = []
     for change in step.changes:
         if change.startswith("performs "):
             continue
-        found = _lane_of(change, names)
-        if found is None:
+        parsed = _parse_change(change, names)
+        if parsed is None:
             if " sends " in change:
                 continue
-            lane, text = step.actor, change  # a global variable
+            notes.setdefault(step.actor, []).append(html(change))  # a global variable
+            continue
+        lane, var, line, text = parsed
+        at = f" (line {line})" if lines > 1 else ""
+        if var is None:
+            moved.append((lane, line, text.split(" → ")[-1]))
+            notes.setdefault(lane, []).append(f"<b>{html(text)}</b>{html(at)}")
         else:
-            lane, text = found
-        line = f"<b>{html(text[len('state '):])}</b>" if text.startswith("state ") else html(text)
-        notes.setdefault(lane, []).append(line)
+            notes.setdefault(lane, []).append(html(f"{var}: {text}{at}"))
     for p in step.performs:
         m = _PERFORM.match(p)
         if m is None:
@@ -143,12 +158,19 @@ def _notes(step: Step, names: list[str]) -> dict[str, list[str]]:
         kind, agent, value = m.groups()
         text = f"load → {value}" if kind == "load" else f"store {value}"
         notes.setdefault(agent, []).append(f'<font color="#2e7d32"><b>{html(text)}</b></font>')
-    return notes
+    return notes, moved
+
+
+def _states_text(word: str, states: dict[tuple[str, int], str], name: str, lines: int) -> str:
+    if lines == 1:
+        return f"{word} {states.get((name, 0), '?')}"
+    return f"{word} " + " · ".join(f"L{k}: {states.get((name, k), '?')}" for k in range(lines))
 
 
 def _event(step: Step) -> str:
     if step.received is not None:
-        return f"?{step.received.message}"
+        line = re.search(r" \(line \d+\)$", step.event)
+        return f"?{step.received.message}{line.group(0) if line else ''}"
     return step.event
 
 
@@ -223,18 +245,21 @@ def chart(model: ir.Model, failure: TraceFailure, source: str) -> graphviz.Digra
 
     # ---- contents: a label per (lane, row) where something happens
     labels: dict[tuple[int, int], str] = {}
-    state = initial_states(model)
+    nlines = model.lines
+    state = {(name, k): init for name, init in initial_states(model).items()
+             for k in range(nlines)}
     for i, name in enumerate(names):
         labels[(i, 0)] = (f"<b>{html(name)}</b><br/>"
-                          f'<font point-size="9">init {html(state.get(name, "?"))}</font>')
+                          f'<font point-size="9">{html(_states_text("init", state, name, nlines))}'
+                          "</font>")
     bus = bus_messages(model, trace)
     for row, step in enumerate(trace, start=1):
-        notes = _notes(step, names)
+        notes, moved = _notes(step, names, nlines)
         for b in reversed(bus[row - 1]):  # a machine that took a bus message says so
             if b.dst != step.actor:
                 notes.setdefault(b.dst, []).insert(0, html(f"?{b.message}"))
-        for lane_name, _s0, s1 in step.state_changes:
-            state[lane_name] = s1
+        for lane_name, line, new_state in moved:
+            state[(lane_name, line)] = new_state
         for i, name in enumerate(names):
             lines = list(notes.get(name, []))
             if name == step.actor:
@@ -247,7 +272,8 @@ def chart(model: ir.Model, failure: TraceFailure, source: str) -> graphviz.Digra
             if lines:
                 labels[(i, row)] = '<br align="left"/>'.join(lines) + '<br align="left"/>'
     for i, name in enumerate(names):
-        labels[(i, end)] = f'<font point-size="9">end {html(state.get(name, "?"))}</font>'
+        labels[(i, end)] = (f'<font point-size="9">{html(_states_text("end", state, name, nlines))}'
+                            "</font>")
 
     # ---- messages: (src lane, src row, dst lane, dst row, text, style)
     lane = {name: i for i, name in enumerate(names)}
