@@ -1,0 +1,174 @@
+"""``coherence hw bench``: the seed's figures, measured (CuPy; imported only here and in the
+harness).
+
+* copy bandwidth: device memory (device-to-device copy), host link (pinned host to device
+  and back), peer-to-peer (every ordered pair of GPUs with peer access);
+* latency: dependent pointer chasing (one thread, each load's address from the previous
+  load, a random cycle of 128-byte lines) in an L1-sized, an L2-sized and a DRAM-sized
+  array, and the one-way time for a flag written by one SM to be seen by another (ping-pong
+  between two blocks, round trip / 2).
+
+Times are CUDA events around whole launches long enough (tens of ms) for launch overhead
+to vanish; each figure is the median of ``repeats`` launches.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+from typing import Any
+
+# The seed (seed/000_a90ad56f49733ada.txt, sections 1, 2.1 and 3.2) claims, for NVLink:
+SEED_CLAIMS = {
+    "peer_bandwidth_GBps": (900.0, "NVLink: 900 GB/s GPU-to-GPU"),
+    "host_link_GBps": (256.0, "PCIe 5.0: 256 GB/s"),
+    "peer_latency_ns": (50.0, "NVLink: 50 ns latency (the table says 50 us)"),
+    "pcie_latency_ns": (250.0, "PCIe: 250 ns latency (the table says 250 us)"),
+}
+
+_CHASE = r"""
+extern "C" __global__ void chase_ca(const unsigned int* next, int steps, unsigned int* out) {
+  unsigned int j = 0;
+  for (int i = 0; i < steps; ++i) asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(j)
+                                               : "l"(next + j) : "memory");
+  out[0] = j;
+}
+extern "C" __global__ void chase_cg(const unsigned int* next, int steps, unsigned int* out) {
+  unsigned int j = 0;
+  for (int i = 0; i < steps; ++i) asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(j)
+                                               : "l"(next + j) : "memory");
+  out[0] = j;
+}
+extern "C" __global__ void pingpong(unsigned int* flags, int iters, unsigned int* smids) {
+  // block 0 writes ping = i and waits for pong == i; block 1 answers
+  unsigned int smid;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+  if (threadIdx.x != 0) return;
+  smids[blockIdx.x] = smid;
+  unsigned int* ping = flags;
+  unsigned int* pong = flags + 32;
+  for (unsigned int i = 1; i <= (unsigned int)iters; ++i) {
+    unsigned int v;
+    if (blockIdx.x == 0) {
+      asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" :: "l"(ping), "r"(i) : "memory");
+      do { asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(pong)
+                        : "memory"); } while (v != i);
+    } else {
+      do { asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(ping)
+                        : "memory"); } while (v != i);
+      asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" :: "l"(pong), "r"(i) : "memory");
+    }
+  }
+}
+"""
+
+
+def _time(fn: Any, repeats: int) -> float:
+    """Median milliseconds of ``fn()`` between two CUDA events."""
+    import cupy as cp
+
+    fn()  # warm up
+    times = []
+    for _ in range(repeats):
+        a, b = cp.cuda.Event(), cp.cuda.Event()
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(cp.cuda.get_elapsed_time(a, b))
+    return statistics.median(times)
+
+
+def _cycle(n_lines: int, stride: int) -> Any:
+    import cupy as cp
+
+    perm = cp.random.permutation(n_lines).astype(cp.uint32) * stride
+    nxt = cp.zeros(n_lines * stride, dtype=cp.uint32)
+    nxt[perm] = cp.roll(perm, -1)
+    return nxt
+
+
+def bench(repeats: int = 5, quick: bool = False) -> dict[str, Any]:
+    import cupy as cp
+
+    out: dict[str, Any] = {"figures": {}, "notes": []}
+    fig = out["figures"]
+    scale = 8 if quick else 1
+    # ---- device memory copy
+    n = (1 << 30) // scale
+    src = cp.ones(n // 4, dtype=cp.uint32)
+    dst = cp.empty_like(src)
+    ms = _time(lambda src=src, dst=dst: cp.copyto(dst, src), repeats)
+    fig["device_copy_GBps"] = {"value": round(2 * n / ms / 1e6, 1), "unit": "GB/s",
+                               "how": f"device-to-device copy of {n >> 20} MiB, bytes read + "
+                                      "written / time"}
+    del src, dst
+    # ---- host link
+    h = (256 << 20) // scale
+    host = cp.cuda.alloc_pinned_memory(h)
+    dev = cp.empty(h, dtype=cp.uint8)
+    ms_h2d = _time(lambda dev=dev: cp.cuda.runtime.memcpy(dev.data.ptr, host.ptr, h, 1), repeats)
+    ms_d2h = _time(lambda dev=dev: cp.cuda.runtime.memcpy(host.ptr, dev.data.ptr, h, 2), repeats)
+    fig["host_to_device_GBps"] = {"value": round(h / ms_h2d / 1e6, 1), "unit": "GB/s",
+                                  "how": f"pinned host to device, {h >> 20} MiB"}
+    fig["device_to_host_GBps"] = {"value": round(h / ms_d2h / 1e6, 1), "unit": "GB/s",
+                                  "how": f"device to pinned host, {h >> 20} MiB"}
+    del dev
+    # ---- peer to peer
+    ngpu = cp.cuda.runtime.getDeviceCount()
+    if ngpu < 2:
+        out["notes"].append("peer-to-peer: not measured, this machine has one GPU")
+    else:
+        peers = {}
+        p = (256 << 20) // scale
+        for i in range(ngpu):
+            for j in range(ngpu):
+                if i == j or not cp.cuda.runtime.deviceCanAccessPeer(i, j):
+                    continue
+                with cp.cuda.Device(i):
+                    with contextlib.suppress(cp.cuda.runtime.CUDARuntimeError):
+                        cp.cuda.runtime.deviceEnablePeerAccess(j)  # fails if already on
+                    a = cp.ones(p, dtype=cp.uint8)
+                with cp.cuda.Device(j):
+                    b = cp.empty(p, dtype=cp.uint8)
+                with cp.cuda.Device(i):
+                    def peer_copy(a: Any = a, b: Any = b, i: int = i, j: int = j) -> None:
+                        cp.cuda.runtime.memcpyPeer(b.data.ptr, j, a.data.ptr, i, p)
+                    peers[f"{i}->{j}"] = round(p / _time(peer_copy, repeats) / 1e6, 1)
+        fig["peer_copy_GBps"] = {"value": peers, "unit": "GB/s",
+                                 "how": f"cudaMemcpyPeer of {p >> 20} MiB per ordered pair"}
+    # ---- latency by pointer chasing
+    mod = cp.RawModule(code=_CHASE)
+    res = cp.zeros(64, dtype=cp.uint32)
+    for key, lines, kernel, steps in (
+            ("l1_hit_latency_ns", 64, "chase_ca", 1 << 20),
+            ("l2_hit_latency_ns", (8 << 20) // 128, "chase_cg", 1 << 20),
+            ("dram_latency_ns", (2 << 30) // 128 // scale, "chase_cg", 1 << 18)):
+        steps //= scale
+        nxt = _cycle(lines, 32)
+        f = mod.get_function(kernel)
+        ms = _time(lambda f=f, nxt=nxt, steps=steps: f((1,), (1,), (nxt, cp.int32(steps), res)),
+                   repeats)
+        fig[key] = {"value": round(ms * 1e6 / steps, 1), "unit": "ns",
+                    "how": f"{steps} dependent loads ({kernel[-2:]}) over {lines} lines of 128 B "
+                           f"({lines * 128 >> 10} KiB)"}
+        del nxt
+    # ---- flag one-way latency between SMs
+    flags = cp.zeros(64, dtype=cp.uint32)
+    smids = cp.zeros(2, dtype=cp.uint32)
+    iters = 100_000 // scale
+    f = mod.get_function("pingpong")
+
+    def ping() -> None:
+        flags.fill(0)
+        f((2,), (32,), (flags, cp.int32(iters), smids))
+
+    ms = _time(ping, repeats)
+    s = smids.get()
+    fig["flag_one_way_ns"] = {"value": round(ms * 1e6 / (2 * iters), 1), "unit": "ns",
+                              "how": f"ping-pong of relaxed.gpu flags between SM {s[0]} and SM "
+                                     f"{s[1]}, {iters} round trips, round trip / 2"}
+    if s[0] == s[1]:
+        out["notes"].append("flag latency: both blocks ran on one SM")
+    out["seed_claims"] = {k: {"claimed": v[0], "text": v[1]} for k, v in SEED_CLAIMS.items()}
+    return out

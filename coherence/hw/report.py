@@ -1,0 +1,163 @@
+"""Rendering saved harness results: model verdicts per test and variant, a Markdown table and
+a PNG heat map. Pure Python plus matplotlib (only for the PNG); no CuPy, so a report can be
+rendered anywhere from committed results."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from coherence.errors import Span, SpecError
+from coherence.litmus.catalogue import find_test
+from coherence.litmus.compare import Comparison, compare
+from coherence.litmus.model import model_overrides, program_key, run_on_model
+from coherence.litmus.program import Litmus, Outcome, holds, outcome_dict
+from coherence.litmus.sc import sc_outcomes
+from coherence.litmus.variants import apply_variant
+
+SCHEMA = 1
+
+
+def load_results(path: str | Path) -> dict[str, Any]:
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SpecError("no such results file", Span(str(path), 0, 0)) from None
+    except json.JSONDecodeError as e:
+        raise SpecError(f"not JSON: {e.msg}", Span(str(path), e.lineno, e.colno)) from None
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA or "results" not in doc:
+        raise SpecError(f"not a coherence hw results file (schema {SCHEMA})",
+                        Span(str(path), 0, 0))
+    return doc
+
+
+def parse_outcome(test: Litmus, text: str) -> Outcome:
+    values = dict(item.split("=", 1) for item in text.split())
+    try:
+        return tuple(int(values[n]) for n in test.outcome_names())
+    except (KeyError, ValueError):
+        raise SpecError(f"{test.name}: outcome {text!r} does not match the test's registers "
+                        "and locations") from None
+
+
+def observed(test: Litmus, hist: dict[str, int]) -> dict[Outcome, int]:
+    return {parse_outcome(test, k): int(v) for k, v in hist.items()}
+
+
+class Verdicts:
+    """Model runs are cached per (spec, compiled program): many variants share one."""
+
+    def __init__(self, specs: list[str]) -> None:
+        self.specs = specs
+        self._cache: dict[tuple, set[Outcome]] = {}
+
+    def allowed(self, spec: str, test: Litmus) -> set[Outcome]:
+        from coherence.spec.load import load_spec
+
+        model = load_spec(spec, model_overrides(test))
+        key = (spec, program_key(model, test))
+        if key not in self._cache:
+            self._cache[key] = run_on_model(model, test).outcomes
+        return self._cache[key]
+
+    def compare(self, result: dict[str, Any]) -> tuple[Litmus, list[Comparison]]:
+        test = apply_variant(find_test(result["test"]), result["variant"])
+        obs = observed(test, result["distinct_sm"])
+        sc = sc_outcomes(test)
+        comps = [compare(test, Path(s).stem, self.allowed(s, test), sc, obs) for s in self.specs]
+        return test, comps
+
+
+def rows(docs: Iterable[dict[str, Any]], specs: list[str]) -> list[dict[str, Any]]:
+    v = Verdicts(specs)
+    out = []
+    for doc in docs:
+        for r in doc["results"]:
+            test, comps = v.compare(r)
+            n = sum(r["distinct_sm"].values())
+            cond = sum(c for o, c in observed(test, r["distinct_sm"]).items()
+                       if holds(test.condition, outcome_dict(test, o)))
+            out.append({
+                "test": r["test"], "variant": r["variant"], "instances": n,
+                "shared_sm_instances": sum(r["shared_sm"].values()),
+                "timeouts": r["timeouts"], "condition": test.condition.text(),
+                "condition_observed": cond,
+                "sass": ("ok" if r["sass"].get("ok") else "MISMATCH") if r["sass"].get(
+                    "checked") else "unchecked",
+                "models": {c.model: {"consistent": c.consistent,
+                                     "condition_allowed": any(
+                                         row.allowed and row.interesting for row in c.rows),
+                                     "forbidden_observed": [row.outcome for row in c.rows
+                                                            if row.verdict ==
+                                                            "forbidden-observed"],
+                                     "allowed_unobserved": [row.outcome for row in c.rows
+                                                            if row.verdict ==
+                                                            "allowed-unobserved"]}
+                           for c in comps},
+            })
+    return out
+
+
+def markdown(table: list[dict[str, Any]], provenance: dict[str, Any] | None) -> str:
+    models = list(table[0]["models"]) if table else []
+    lines = []
+    if provenance:
+        lines.append(f"GPU: {provenance.get('gpu')} ({provenance.get('sms')} SMs), driver "
+                     f"{provenance.get('driver_version')}, CUDA runtime "
+                     f"{provenance.get('cuda_runtime_version')}, CuPy {provenance.get('cupy')}, "
+                     f"{provenance.get('date')}")
+        lines.append("")
+    head = ["test", "variant", "instances", "condition seen", "rate ≤", *models, "SASS"]
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("|" + "---|" * len(head))
+    for r in table:
+        n = r["instances"]
+        rate = f"{r['condition_observed'] / n:.2e}" if r["condition_observed"] else (
+            f"{3 / n:.1e} (3/n)" if n else "-")
+        cells = [r["test"], r["variant"], f"{n:,}", f"{r['condition_observed']:,}", rate]
+        for m in models:
+            v = r["models"][m]
+            word = "allows" if v["condition_allowed"] else "forbids"
+            cells.append(f"{word}; {'consistent' if v['consistent'] else '**REFUTED**'}")
+        cells.append(r["sass"])
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append("`allows`/`forbids`: whether the model allows the test's condition; "
+                 "`REFUTED`: an outcome the model forbids was observed; rate ≤: an upper "
+                 "bound (95 %, rule of three) when the condition was never observed.")
+    return "\n".join(lines) + "\n"
+
+
+def plot(table: list[dict[str, Any]], path: str | Path, title: str) -> None:
+    """Heat map: tests × variants, colour = log10 of the condition's observed rate."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tests = sorted({r["test"] for r in table})
+    variants = list(dict.fromkeys(r["variant"] for r in table))
+    grid = [[math.nan] * len(variants) for _ in tests]
+    labels = [[""] * len(variants) for _ in tests]
+    for r in table:
+        i, j = tests.index(r["test"]), variants.index(r["variant"])
+        n, c = r["instances"], r["condition_observed"]
+        grid[i][j] = math.log10(c / n) if c and n else -9.0
+        labels[i][j] = f"{c}" if c else "0"
+    fig, ax = plt.subplots(figsize=(1.1 * len(variants) + 3, 0.45 * len(tests) + 2))
+    im = ax.imshow(grid, cmap="magma", vmin=-9, vmax=0, aspect="auto")
+    ax.set_xticks(range(len(variants)), variants, rotation=45, ha="right")
+    ax.set_yticks(range(len(tests)), tests)
+    for i in range(len(tests)):
+        for j in range(len(variants)):
+            ax.text(j, i, labels[i][j], ha="center", va="center", fontsize=7,
+                    color="white" if (grid[i][j] or -9) < -4 else "black")
+    fig.colorbar(im, ax=ax, label="log10(rate of the condition); -9 = never")
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
