@@ -1,0 +1,173 @@
+"""``coherence fuzz SPEC``: Hypothesis random runs with the coherence oracle, from a seed.
+
+For configurations too large to enumerate (8 agents, 4 lines): it proves nothing, but a
+failure it prints is a real, replayed trace. Exit 1 on a failure, 0 when none was found
+within the budget, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from coherence.cli import add_spec_args, emit_json
+from coherence.commands.common import add_diagram_arg
+from coherence.errors import NO_SPAN, SpecError
+
+HELP = "random runs (Hypothesis) with the spec's invariants and a coherence oracle"
+SCHEMA_VERSION = 1
+
+
+def add_args(p: argparse.ArgumentParser) -> None:
+    from coherence.testing.fuzz import DEFAULT_BUDGET, DEFAULT_STEPS, SHRINKERS
+    from coherence.testing.run import ORACLES
+    add_spec_args(p)
+    p.add_argument("--seed", type=int, default=0, help="Hypothesis seed (default 0)")
+    p.add_argument("--budget", type=int, default=DEFAULT_BUDGET, metavar="N",
+                   help=f"random runs (Hypothesis examples) to try (default {DEFAULT_BUDGET})")
+    p.add_argument("--steps", type=int, default=DEFAULT_STEPS, metavar="N",
+                   help=f"steps per run (default {DEFAULT_STEPS})")
+    p.add_argument("--oracle", choices=ORACLES, default="coherence",
+                   help="coherence: per-location coherence (default); sc: sequential "
+                        "consistency across lines; none: invariants only")
+    p.add_argument("--shrink", choices=SHRINKERS, default="replay",
+                   help="replay: minimise the failing run by replay (fast, default); "
+                        "hypothesis: Hypothesis's shrinker (slow on large configurations); "
+                        "both; none")
+    p.add_argument("--database", metavar="DIR",
+                   help="Hypothesis example database: failures saved there are replayed first")
+    p.add_argument("--skip", action="append", default=[], metavar="NAME",
+                   help="do not check this invariant (repeatable)")
+    p.add_argument("--progress", choices=["auto", "always", "never"], default="auto",
+                   help="live progress line on stderr (auto: when stderr is a terminal)")
+    p.add_argument("--trace-out", metavar="FILE",
+                   help="save the failing trace as JSON (for `coherence diagram`)")
+    add_diagram_arg(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    from coherence.commands.common import draw_failures, load_model, progress_enabled
+    from coherence.spec.select import drop_properties
+    from coherence.testing.fuzz import fuzz
+
+    for name in ("budget", "steps"):
+        if getattr(args, name) < 1:
+            raise SpecError(f"--{name} must be at least 1, got {getattr(args, name)}", NO_SPAN)
+    model = drop_properties(load_model(args), args.skip)
+    with _live(progress_enabled(args.progress) and not args.json, args.budget) as progress:
+        result = fuzz(model, seed=args.seed, budget=args.budget, steps=args.steps,
+                      oracle=args.oracle, database=args.database, shrink=args.shrink,
+                      progress=progress)
+    failures = [result.failure] if result.failure is not None else []
+    if args.trace_out:
+        from coherence.traces_io import save_traces
+        save_traces(args.trace_out, model, failures, source="fuzz")
+    drawn = draw_failures(args, model, failures, "fuzz")
+    doc = result_json(result, reproduce_command(args))
+    if drawn:
+        doc["diagrams"] = drawn
+    if args.json:
+        emit_json(doc)
+    else:
+        print_result(model, result, doc["reproduce"], drawn)
+    return result.exit_code
+
+
+def reproduce_command(args: argparse.Namespace) -> str:
+    """The command line that repeats this run (same seed, budget and configuration)."""
+    parts = ["coherence", "fuzz", args.spec, "--seed", str(args.seed), "--budget",
+             str(args.budget), "--steps", str(args.steps)]
+    if args.agents is not None:
+        parts += ["--agents", str(args.agents)]
+    for p in args.param:
+        parts += ["--param", p]
+    if args.oracle != "coherence":
+        parts += ["--oracle", args.oracle]
+    if args.shrink != "replay":
+        parts += ["--shrink", args.shrink]
+    for s in args.skip:
+        parts += ["--skip", s]
+    return " ".join(parts)
+
+
+def result_json(result: Any, reproduce: str) -> dict[str, Any]:
+    f = result.failure
+    return {
+        "schema": SCHEMA_VERSION,
+        "tool": "coherence fuzz",
+        "spec": result.spec,
+        "params": result.params,
+        "seed": result.seed,
+        "budget": result.budget,
+        "steps": result.steps,
+        "oracle": result.oracle,
+        "verdict": result.verdict,
+        "exit_code": result.exit_code,
+        "stats": {
+            "examples": result.stats.examples,
+            "examples_to_failure": result.stats.examples_to_failure,
+            "seconds": round(result.seconds, 4),
+            "seconds_to_failure": (round(result.stats.seconds_to_failure, 4)
+                                   if result.stats.seconds_to_failure is not None else None),
+            "oracle_undecided": result.stats.undecided,
+        },
+        "failures": [] if f is None else [
+            {"kind": f.kind, "property": f.name, "message": f.message, "length": f.length,
+             "unshrunk_length": result.hypothesis_length,
+             "trace": [s.to_json() for s in f.trace]}],
+        "reproduce": reproduce,
+        "generated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def print_result(model: Any, result: Any, reproduce: str, drawn: list[str]) -> None:
+    from coherence.commands.common import out_console, params_text
+    out = out_console()
+    out.print(f"[bold]coherence fuzz[/] {model.file} ({params_text(model)}; seed {result.seed}, "
+              f"budget {result.budget} runs of {result.steps} steps, oracle {result.oracle})")
+    f = result.failure
+    if f is not None:
+        out.print()
+        out.print(f"[bold red]FAIL[/] [bold]{f.name}[/] ({f.kind}): {f.message}", markup=True)
+        out.print(f"found in run {result.stats.examples_to_failure} after "
+                  f"{result.stats.seconds_to_failure:.2f} s; shrunk from "
+                  f"{result.hypothesis_length} to {f.length} step{'s' if f.length != 1 else ''}")
+        for step in f.trace:
+            out.print(step.render(), markup=False)
+        for path in drawn:
+            out.print(f"diagram: {path}", markup=False)
+    out.print()
+    if result.stats.undecided:
+        out.print(f"[yellow]oracle undecided on {result.stats.undecided} histories[/] "
+                  "(search limit reached; neither passed nor failed)")
+    if f is not None:
+        out.print("verdict: [bold red]FAILS[/]")
+    else:
+        out.print(f"verdict: [bold green]no failure found[/] in {result.stats.examples} runs "
+                  "(random testing: nothing is proved)")
+    out.print(f"{result.seconds:.2f} s; reproduce: {reproduce}", markup=False)
+
+
+@contextmanager
+def _live(enabled: bool, budget: int) -> Iterator[Callable[[Any, float], None] | None]:
+    """A rich progress line on stderr: runs done, elapsed time."""
+    if not enabled:
+        yield None
+        return
+    from rich.live import Live
+    from rich.text import Text
+
+    from coherence.commands.common import err_console
+    last = [0.0]
+    with Live(Text("starting…"), console=err_console(), refresh_per_second=4,
+              transient=True) as live:
+        def update(stats: Any, elapsed: float) -> None:
+            if elapsed - last[0] >= 0.25:
+                last[0] = elapsed
+                phase = "shrinking" if stats.examples_to_failure is not None else "searching"
+                live.update(Text(f"{phase}: run {stats.examples:,} of {budget:,}  "
+                                 f"{elapsed:.0f}s"))
+        yield update

@@ -1,0 +1,274 @@
+"""One run of a protocol model: the state, the actions taken, the observed history, the checks.
+
+Shared by the Hypothesis state machine (which chooses the actions) and by replay and
+minimisation (which re-run a chosen list of actions), so a failure means the same thing in
+all three. Everything goes through ``coherence.semantics``: ``execute`` for steps,
+``invariant_violations`` and ``quiescent`` for properties.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+import attrs
+
+from coherence import ir
+from coherence.semantics import Action, Outcome, Perform, Semantics, State
+from coherence.testing.oracle import DEFAULT_LIMIT, check_coherence, check_sc
+
+ORACLES = ("coherence", "sc", "none")
+
+
+@attrs.frozen
+class Problem:
+    """A failed check: ``kind`` and ``name`` as the checker's ``Failure`` has them."""
+
+    kind: str  # invariant | coherence | sc | error | deadlock | no-transition
+    name: str
+    message: str
+
+
+class ProtocolFailure(AssertionError):
+    """Raised inside a Hypothesis run when a check fails; carries the actions that led there.
+
+    Its text is the readable numbered-step trace, rebuilt by replay only when shown.
+    """
+
+    def __init__(self, problem: Problem, run: Run) -> None:
+        super().__init__(problem.message)
+        self.problem = problem
+        self.actions = list(run.actions)
+        self.sem = run.sem
+        self.oracle = run.oracle
+        self.coherence_name = run.coherence_name
+
+    def __str__(self) -> str:
+        from coherence.testing.shrink import minimise
+        from coherence.trace import replay_actions
+        actions, problem = self.actions, self.problem
+        note = ""
+        if actions:
+            actions, problem = minimise(self.sem, actions, problem, self.oracle,
+                                        self.coherence_name)
+            if len(actions) < len(self.actions):
+                note = f", minimised by replay from {len(self.actions)}"
+        steps = replay_actions(self.sem, actions)
+        lines = [f"{problem.name} ({problem.kind}): {problem.message}",
+                 f"trace ({len(steps)} steps{note}):"]
+        lines += [s.render() for s in steps]
+        return "\n".join(lines)
+
+
+def prepare(model: ir.Model) -> tuple[ir.Model, str]:
+    """The model without its ``coherence`` monitors (the oracle takes their place, outside the
+    state), and the name a coherence failure is reported under."""
+    names = [p.name for p in model.properties if p.kind == "coherence"]
+    kept = tuple(p for p in model.properties if p.kind != "coherence")
+    return attrs.evolve(model, properties=kept), (names[0] if names else "coherence")
+
+
+class Run:
+    """The current state of one run and what was observed on the way."""
+
+    def __init__(self, sem: Semantics, oracle: str = "coherence", coherence_name: str = "coherence",
+                 oracle_limit: int = DEFAULT_LIMIT) -> None:
+        if oracle not in ORACLES:
+            raise ValueError(f"oracle must be one of {', '.join(ORACLES)}, not {oracle!r}")
+        self.sem = sem
+        self.oracle = oracle
+        self.coherence_name = coherence_name
+        self.oracle_limit = oracle_limit
+        self.state: State = sem.initial_states()[0]
+        self.actions: list[Action] = []
+        self.history: list[Perform] = []
+        self.undecided = 0  # oracle searches that hit their limit (neither pass nor fail)
+        self.transitions = rule_transitions(sem.model)
+        self._instances: dict[int, list[Action]] = {}  # per transition, for this state
+        self._outcomes: dict[tuple[int, int], Outcome | None] = {}
+        self._params: dict[int, list[tuple[int, ...]]] = {}
+
+    # ------------------------------------------------------------ choosing
+
+    def instances(self, tr: ir.Transition) -> list[Action]:
+        """The actions of ``tr`` whose machine is in a source state now (guards unchecked)."""
+        found = self._instances.get(id(tr))
+        if found is None:
+            found = self._instances[id(tr)] = self._list_instances(tr)
+        return found
+
+    def outcome(self, tr: ir.Transition, k: int) -> Outcome | None:
+        """Instance ``k`` of ``tr`` executed from the current state; None when not enabled."""
+        key = (id(tr), k)
+        if key not in self._outcomes:
+            self._outcomes[key] = self.sem.execute(self.state, self.instances(tr)[k])
+        return self._outcomes[key]
+
+    def pick(self, tr: ir.Transition, start: int = 0) -> Outcome | None:
+        """The first enabled instance of ``tr`` at or after ``start`` (cyclically).
+
+        Executing instances one by one until one is enabled costs far less than executing all
+        of them at every step, when there are many agents and lines.
+        """
+        n = len(self.instances(tr))
+        for j in range(n):
+            out = self.outcome(tr, (start + j) % n)
+            if out is not None:
+                return out
+        return None
+
+    def enabled(self, tr: ir.Transition) -> bool:
+        return self.pick(tr) is not None
+
+    def _list_instances(self, tr: ir.Transition) -> list[Action]:
+        sem, state = self.sem, self.state
+        lines = state[0]
+        machine = sem.model.machine(tr.machine)
+        names = machine.state_type.members
+        out: list[Action] = []
+        if tr.kind == "message":
+            for net_i, msg in deliverable(sem, state):
+                line, _src, dst, t, _fields = msg
+                if sem.model.messages[t].name != tr.name:
+                    continue
+                agent = None if dst == sem.home_id else dst
+                if (agent is None) != (machine.kind == "home"):
+                    continue
+                sidx = lines[line][1][0] if agent is None else lines[line][2][agent][0]
+                if names[sidx] in tr.states:
+                    out.append(Action("message", machine.name, agent, line, tr.index, (), net_i,
+                                      msg))
+            return out
+        params = self._params.get(id(tr))
+        if params is None:
+            params = list(itertools.product(*(ir.domain(p.type) for p in tr.params)))
+            self._params[id(tr)] = params
+        for line in range(sem.model.lines):
+            if machine.kind == "home":
+                if names[lines[line][1][0]] in tr.states:
+                    out += [Action(tr.kind, machine.name, None, line, tr.index, ps)
+                            for ps in params]
+                continue
+            for agent in range(sem.n):
+                if names[lines[line][2][agent][0]] in tr.states:
+                    out += [Action(tr.kind, machine.name, agent, line, tr.index, ps)
+                            for ps in params]
+        return out
+
+    def stuck(self) -> bool:
+        return not any(self.enabled(tr) for tr in self.transitions)
+
+    # ------------------------------------------------------------ stepping and checking
+
+    def take(self, out: Outcome) -> Problem | None:
+        """Apply one outcome; the first failed check, if any."""
+        self.actions.append(out.action)
+        self.history.extend(out.performs)
+        self._instances.clear()
+        self._outcomes.clear()
+        if out.error is not None:
+            return Problem("error", "error", out.error.message)
+        assert out.state is not None
+        self.state = out.state
+        return self.check(out.performs)
+
+    def check(self, performs: Sequence[Perform] = ()) -> Problem | None:
+        """The spec's invariants, unhandled messages, and the oracle over the history."""
+        for v in self.sem.invariant_violations(self.state):
+            return Problem(v.kind, v.name, v.message)
+        for problem in unhandled(self.sem, self.state):
+            return problem
+        if performs and self.oracle != "none":
+            return self._oracle({p.line for p in performs})
+        return None
+
+    def _oracle(self, lines: set[int]) -> Problem | None:
+        if self.oracle == "sc":
+            v = check_sc(self.history, limit=self.oracle_limit)
+            name = "sequential-consistency"
+        else:
+            v = None
+            for line in sorted(lines):  # the other lines' histories did not change
+                sub = [p for p in self.history if p.line == line]
+                v = check_coherence(sub, limit=self.oracle_limit)
+                if v.holds is not True:
+                    break
+            name = self.coherence_name
+        assert v is not None
+        if v.holds is None:
+            self.undecided += 1
+            return None
+        if v.holds:
+            return None
+        message = v.message
+        for a in range(self.sem.n):  # the oracle knows agent numbers; show the spec's names
+            message = message.replace(f"agent {a} ", f"{self.sem.node_name(a)} ")
+        return Problem("coherence" if self.oracle == "coherence" else "sc", name, message)
+
+    def deadlock(self) -> Problem | None:
+        """Nothing can move but something is pending (as the reference checker defines it)."""
+        if self.stuck() and not self.sem.quiescent(self.state):
+            return Problem("deadlock", "deadlock",
+                           "deadlock: nothing can move, but a request or message is pending")
+        return None
+
+
+def rule_transitions(model: ir.Model) -> list[ir.Transition]:
+    """The transitions a run may take: every non-stalling transition of every machine."""
+    return [t for m in model.machines for t in m.transitions if not t.stall]
+
+
+def deliverable(sem: Semantics, state: State) -> list[tuple[int, tuple]]:
+    """The messages that may arrive next, as ``(network index, message)``."""
+    out = []
+    for net_i, net in enumerate(sem.model.networks):
+        contents = state[1][net_i]
+        if net.ordering == "unordered":
+            out += [(net_i, m) for m in sorted(set(contents))]
+        elif net.ordering == "fifo":
+            out += [(net_i, (k[2], k[0], k[1], q[0][0], q[0][1])) for k, q in contents]
+    return out
+
+
+def unhandled(sem: Semantics, state: State) -> list[Problem]:
+    """Messages that could arrive now with no transition for them: 'no-transition' errors."""
+    out = []
+    for _net_i, (line, src, dst, t, _fields) in deliverable(sem, state):
+        machine = sem.home if dst == sem.home_id else sem.cache
+        name = sem.model.messages[t].name
+        if machine is None:
+            out.append(Problem("no-transition", name, f"{name} sent to a machine the spec lacks"))
+            continue
+        agent = None if dst == sem.home_id else dst
+        sidx = state[0][line][1][0] if agent is None else state[0][line][2][agent][0]
+        if not sem.handlers.get((machine.name, name, sidx)):
+            label = machine.name if agent is None else f"{machine.name}[{agent}]"
+            out.append(Problem(
+                "no-transition", name,
+                f"no transition for {name} (from {sem.node_name(src)}) in state "
+                f"{machine.state_type.members[sidx]} of {label}"))
+    return out
+
+
+def replay(sem: Semantics, actions: Sequence[Action], oracle: str = "coherence",
+           coherence_name: str = "coherence",
+           skip_disabled: bool = False) -> tuple[Problem | None, list[Action]]:
+    """Re-run ``actions`` from the initial state with every check: the first problem, and the
+    actions taken up to it. A step that is not enabled ends the replay, or with
+    ``skip_disabled`` is left out (so deleting a send also deletes its receipt)."""
+    run = Run(sem, oracle, coherence_name)
+    problem = run.check()
+    if problem is not None:
+        return problem, []
+    for act in actions:
+        out = None
+        if act.kind != "message" or (act.net, act.msg) in deliverable(sem, run.state):
+            out = sem.execute(run.state, act)
+        if out is None:
+            if skip_disabled:
+                continue
+            return None, run.actions
+        problem = run.take(out)
+        if problem is not None:
+            return problem, run.actions
+    return run.deadlock(), run.actions
