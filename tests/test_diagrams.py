@@ -14,8 +14,10 @@ import re
 import shutil
 import struct
 import subprocess
+from importlib.resources import files as resource_files
 from pathlib import Path
 
+import jsonschema
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -216,9 +218,15 @@ def test_committed_diagrams_are_current(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- the verb
 
 
+SCHEMA = json.loads(resource_files("coherence.schemas").joinpath("diagram.json").read_text())
+
+
 def run_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict]:
     rc = main(["diagram", *argv, "--json"])
-    return rc, json.loads(capsys.readouterr().out)
+    doc = json.loads(capsys.readouterr().out)
+    jsonschema.validate(doc, SCHEMA)
+    assert doc["exit_code"] == rc
+    return rc, doc
 
 
 def test_verb_fsm_dot_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -235,7 +243,7 @@ def test_verb_states_too_large(tmp_path: Path, capsys: pytest.CaptureFixture[str
     rc, doc = run_json(["specs/broadcast_invalidate.coh", "--kind", "states", "-n", "2",
                         "--max-nodes", "40", "--out", str(tmp_path)], capsys)
     assert rc == 3 and doc["verdict"] == "too-large" and doc["files"] == []
-    assert "more than 40 reachable states" in doc["message"]
+    assert "more than 40 reachable states" in doc["summary"]
     assert not list(tmp_path.iterdir())
 
 
@@ -265,6 +273,7 @@ def test_trace_kind_without_file_checks(tmp_path: Path,
     rc, doc = run_json(["specs/broadcast_invalidate_acked.coh", "--kind", "trace", "-n", "2",
                         "--skip", "coherent", "--out", str(tmp_path)], capsys)
     assert rc == 0 and doc["failures"] == [] and doc["files"] == []
+    assert doc["verdict"] == "nothing-to-draw"
 
 
 @pytest.mark.parametrize(("content", "expected"), [

@@ -39,6 +39,8 @@ def add_args(p: argparse.ArgumentParser) -> None:
                    help="(trace without --trace) stop checking after N states")
     p.add_argument("--skip", action="append", default=[], metavar="NAME",
                    help="(trace without --trace) do not check this property (repeatable)")
+    p.add_argument("--progress", choices=["auto", "always", "never"], default="auto",
+                   help="(trace without --trace) live progress line on stderr while checking")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -78,7 +80,7 @@ def _states(args: argparse.Namespace, model: Any, doc: dict[str, Any],
                    f"states with these parameters, too many for a readable picture. Draw a "
                    f"smaller configuration (fewer --agents, --param values=1, a smaller "
                    f"network capacity) or raise --max-nodes.")
-        doc.update(verdict="too-large", max_nodes=limit, message=message, files=[],
+        doc.update(verdict="too-large", max_nodes=limit, summary=message, files=[],
                    exit_code=EXIT_INCOMPLETE)
         if args.json:
             emit_json(doc)
@@ -97,11 +99,14 @@ def _states(args: argparse.Namespace, model: Any, doc: dict[str, Any],
 def _checked_trace(args: argparse.Namespace, model: Any, doc: dict[str, Any],
                    formats: tuple[str, ...]) -> int:
     from coherence.checker import CheckOptions, check
+    from coherence.commands.common import progress_enabled
+    from coherence.commands.report import live_progress
     from coherence.diagrams.msc import draw_failures
     from coherence.spec.select import drop_properties
     model = drop_properties(model, args.skip)
-    result = check(model, CheckOptions(symmetry=args.symmetry == "exact",
-                                       max_states=args.max_states))
+    with live_progress(progress_enabled(args.progress) and not args.json) as progress:
+        result = check(model, CheckOptions(symmetry=args.symmetry == "exact",
+                                           max_states=args.max_states, progress=progress))
     files: list[str] = []
     for f in result.failures:
         files += draw_failures(args.out, model, [f], "check")
@@ -109,11 +114,9 @@ def _checked_trace(args: argparse.Namespace, model: Any, doc: dict[str, Any],
     if not result.failures:
         if result.stopped:
             message = f"no counterexample found before the search stopped ({result.stopped})"
-            code = EXIT_INCOMPLETE
-        else:
-            message = "no counterexample to draw: every property holds"
-            code = EXIT_HOLDS
-        return _done(args, doc, files, code, message)
+            return _done(args, doc, files, EXIT_INCOMPLETE, message, "incomplete")
+        return _done(args, doc, files, EXIT_HOLDS,
+                     "no counterexample to draw: every property holds", "nothing-to-draw")
     return _done(args, doc, files, EXIT_HOLDS,
                  f"{len(result.failures)} counterexample(s): "
                  + ", ".join(f.name for f in result.failures))
@@ -146,14 +149,15 @@ def _saved_trace(args: argparse.Namespace, formats: tuple[str, ...]) -> int:
                            "kind": "trace", "spec": model.file, "trace_file": args.trace,
                            "params": {p.name: p.value for p in model.params},
                            "failures": [t.get("property") for t in traces]}
-    what = f"{len(traces)} trace(s) from {args.trace}" if traces else \
-        f"{args.trace} holds no trace"
-    return _done(args, doc, files, EXIT_HOLDS, what)
+    if not traces:
+        return _done(args, doc, files, EXIT_HOLDS, f"{args.trace} holds no trace",
+                     "nothing-to-draw")
+    return _done(args, doc, files, EXIT_HOLDS, f"{len(traces)} trace(s) from {args.trace}")
 
 
 def _done(args: argparse.Namespace, doc: dict[str, Any], files: list[str], code: int,
-          what: str) -> int:
-    doc.update(files=files, exit_code=code, summary=what)
+          what: str, verdict: str = "drawn") -> int:
+    doc.update(verdict=verdict, files=files, exit_code=code, summary=what)
     if args.json:
         emit_json(doc)
         return code
