@@ -89,10 +89,10 @@ def _states(args: argparse.Namespace, model: Any, doc: dict[str, Any],
         return EXIT_INCOMPLETE
     files = write(states.graph(model, sg, symmetry), args.out,
                   f"{Path(model.file).stem}.states", formats)
-    doc.update(states=len(sg.states), failure_path=len(sg.path) - 1 if sg.path else None)
+    doc.update(states=len(sg.states), failure_path=sg.failure_steps)
     what = f"{len(sg.states)} states"
     if sg.path:
-        what += f", shortest path to a failure: {len(sg.path) - 1} steps (in red)"
+        what += f", shortest path to a failure: {sg.failure_steps} steps (in red)"
     return _done(args, doc, files, EXIT_HOLDS, what)
 
 

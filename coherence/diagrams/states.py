@@ -54,6 +54,13 @@ class StateGraph:
     path: list[int]  # shortest path from the initial state to the first failure, or []
     error_path_end: int | None  # the error node the path ends in, if any
 
+    @property
+    def failure_steps(self) -> int | None:
+        """Steps of the shortest failure (an action that errs is a step), None if none."""
+        if not self.path:
+            return None
+        return len(self.path) - 1 + (self.error_path_end is not None)
+
 
 def without_monitors(model: ir.Model) -> ir.Model:
     return attrs.evolve(model, properties=())
@@ -74,7 +81,9 @@ def explore(model: ir.Model, max_nodes: int = DEFAULT_MAX_NODES,
     edges: dict[tuple[int, int], list[str]] = {}
     errors: list[str] = []
     bad: dict[int, list[str]] = {}
-    first_bad: tuple[int, int | None] | None = None  # (state, error node or None)
+    # the shortest failure: (steps, state, error node or None); an error costs one step more
+    first_bad: tuple[int, int, int | None] | None = None
+    depth: list[int] = []
     fmt = Formatter(sem)
 
     def add(s: State, par: int) -> int:
@@ -86,6 +95,7 @@ def explore(model: ir.Model, max_nodes: int = DEFAULT_MAX_NODES,
         index[key] = len(states)
         states.append(s)  # the first concrete state of its orbit that BFS meets
         parent.append(par)
+        depth.append(depth[par] + 1 if par >= 0 else 0)
         return index[key]
 
     for s in sem.initial_states():
@@ -105,8 +115,8 @@ def explore(model: ir.Model, max_nodes: int = DEFAULT_MAX_NODES,
                     errors.append(text)
                 k = errors.index(text)
                 edges.setdefault((i, -1 - k), []).append(label)
-                if first_bad is None:
-                    first_bad = (i, k)
+                if first_bad is None or depth[i] + 1 < first_bad[0]:
+                    first_bad = (depth[i] + 1, i, k)
                 continue
             live += 1
             j = add(out.state, i)
@@ -118,13 +128,13 @@ def explore(model: ir.Model, max_nodes: int = DEFAULT_MAX_NODES,
         if live == 0 and not problems and not any(o.error for o in outcomes) and (
                 not sem.quiescent(state)):
             bad.setdefault(i, []).append("deadlock")
-        if first_bad is None and i in bad:
-            first_bad = (i, None)
+        if i in bad and (first_bad is None or depth[i] < first_bad[0]):
+            first_bad = (depth[i], i, None)
         i += 1
     path: list[int] = []
     end_error = None
     if first_bad is not None:
-        node, end_error = first_bad
+        _, node, end_error = first_bad
         while node >= 0:
             path.append(node)
             node = parent[node]
