@@ -43,7 +43,10 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     from coherence.commands import verb_modules
-    parser = _Parser(prog="coherence", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="coherence", description=(
+        "Model cache-coherence protocols once, as a spec; explore, prove, fuzz, draw them, "
+        "and hold GPU memory against them. Exit codes: 0 holds, 1 fails, 2 bad input, "
+        "3 stopped at a bound."))
     from coherence import __version__
     parser.add_argument("--version", action="version", version=f"coherence {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
