@@ -315,3 +315,20 @@ def test_msc_reads_change_lines_of_every_shape() -> None:
         "Home", None, 2, "Ready → Wait")
     assert msc._parse_change("Home sends Inv to GPU[0]", names) is None
     assert msc._parse_change("latest: 0 → 1", names) is None
+
+
+@pytest.mark.parametrize("producer", [
+    ["prove", "specs/broadcast_invalidate.coh", "-n", "2", "--bmc", "5", "--skip", "coherent"],
+    ["fuzz", "specs/broadcast_invalidate.coh", "-n", "2", "--seed", "0"],
+])
+def test_traces_saved_by_prove_and_fuzz_draw(tmp_path: Path, producer: list[str],
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    saved = tmp_path / "t.json"
+    assert main([*producer, "--trace-out", str(saved), "--json"]) == 1
+    capsys.readouterr()
+    rc, doc = run_json(["specs/broadcast_invalidate.coh", "--kind", "trace", "--trace",
+                        str(saved), "--format", "dot", "--out", str(tmp_path / "o")], capsys)
+    assert rc == 0 and doc["verdict"] == "drawn" and doc["failures"]
+    for f in doc["files"]:
+        text = Path(f).read_text()
+        assert f"from {producer[0]}" in text and "VIOLATED" in text

@@ -109,7 +109,7 @@ def _checked_trace(args: argparse.Namespace, model: Any, doc: dict[str, Any],
                                            max_states=args.max_states, progress=progress))
     files: list[str] = []
     for f in result.failures:
-        files += draw_failures(args.out, model, [f], "check")
+        files += draw_failures(args.out, model, [f], "check", formats)
     doc["failures"] = [f.name for f in result.failures]
     if not result.failures:
         if result.stopped:
@@ -144,7 +144,7 @@ def _saved_trace(args: argparse.Namespace, formats: tuple[str, ...]) -> int:
         except (KeyError, TypeError, ValueError) as e:
             raise SpecError(f"trace of {t.get('property', '?')!r} does not fit "
                             f"{args.spec}: {e}", where) from None
-    files = draw_failures(args.out, model, traces, source) if traces else []
+    files = draw_failures(args.out, model, traces, source, formats) if traces else []
     doc: dict[str, Any] = {"schema": SCHEMA_VERSION, "tool": "coherence diagram",
                            "kind": "trace", "spec": model.file, "trace_file": args.trace,
                            "params": {p.name: p.value for p in model.params},

@@ -26,7 +26,7 @@ import graphviz
 from coherence import ir
 from coherence.diagrams.fsm import params_note
 from coherence.diagrams.pretty import Printer
-from coherence.diagrams.render import file_stem, html, new_graph, write
+from coherence.diagrams.render import FORMATS, file_stem, html, new_graph, write
 from coherence.semantics import Semantics
 from coherence.trace import Formatter, Send, Step, action_from_json
 
@@ -364,7 +364,7 @@ def chart(model: ir.Model, failure: TraceFailure, source: str) -> graphviz.Digra
 
 
 def draw_failures(directory: str | Path, model: ir.Model, failures: Sequence[Any],
-                  source: str) -> list[str]:
+                  source: str, formats: tuple[str, ...] = FORMATS) -> list[str]:
     """Write one chart (DOT, SVG, PNG) per failure into ``directory``; returns the files.
 
     ``failures``: ``coherence.checker.Failure`` objects, or trace dicts from a saved file.
@@ -377,5 +377,5 @@ def draw_failures(directory: str | Path, model: ir.Model, failures: Sequence[Any
         while stem in stems:
             stem, k = f"{base}.{k}", k + 1
         stems.add(stem)
-        written += write(chart(model, f, source), directory, stem)
+        written += write(chart(model, f, source), directory, stem, formats)
     return written
