@@ -246,6 +246,9 @@ def test_verb_states_too_large(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert rc == 3 and doc["verdict"] == "too-large" and doc["files"] == []
     assert "more than 40 reachable states" in doc["summary"]
     assert not list(tmp_path.iterdir())
+    rc, doc = run_json(["specs/broadcast_invalidate.coh", "--kind", "states", "-n", "2",
+                        "--out", str(tmp_path)], capsys)
+    assert rc == 3 and doc["max_nodes"] == 60  # the default
 
 
 def test_verb_states_small(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -332,3 +335,10 @@ def test_traces_saved_by_prove_and_fuzz_draw(tmp_path: Path, producer: list[str]
     for f in doc["files"]:
         text = Path(f).read_text()
         assert f"from {producer[0]}" in text and "VIOLATED" in text
+
+
+def test_too_large_says_so_in_words(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["diagram", "specs/broadcast_invalidate.coh", "--kind", "states", "-n", "2",
+                 "--out", str(tmp_path)]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("not drawn:") and "--max-nodes" in err
