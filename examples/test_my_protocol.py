@@ -1,0 +1,9 @@
+"""A user's own test of a protocol model: `python -m pytest examples/test_my_protocol.py`.
+
+Random runs of the acknowledged broadcast-invalidate protocol with 8 GPUs and 4 lines (too many
+to enumerate), checking its invariants and per-location coherence after every step.
+"""
+from coherence.testing import protocol_test
+
+TestAcked = protocol_test("specs/broadcast_invalidate_acked.coh", agents=8, lines=4,
+                          params={"capacity": 64})

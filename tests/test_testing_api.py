@@ -1,0 +1,94 @@
+"""The public ``coherence.testing`` API: state machines and pytest test cases from a spec."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import unittest
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, Phase, seed, settings
+from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
+
+from coherence.errors import SpecError
+from coherence.testing import ProtocolFailure, load_model, protocol_test, state_machine
+from coherence.testing.run import rule_transitions
+
+ROOT = Path(__file__).resolve().parent.parent
+BI = ROOT / "specs/broadcast_invalidate.coh"
+ACKED = ROOT / "specs/broadcast_invalidate_acked.coh"
+
+
+def _run(case: type[unittest.TestCase]) -> unittest.TestResult:
+    result = unittest.TestResult()
+    unittest.defaultTestLoader.loadTestsFromTestCase(case).run(result)
+    return result
+
+
+def test_rules_are_the_spec_transitions() -> None:
+    machine = state_machine(ACKED, agents=3)
+    assert issubclass(machine, RuleBasedStateMachine)
+    names = {name for name, f in vars(machine).items()
+             if hasattr(f, "hypothesis_stateful_rule")}
+    expected = {f"{t.machine}_{t.name}_{t.index}" for t in rule_transitions(load_model(ACKED))}
+    assert names == expected | {"stutter"}
+    assert "Home_GetS_1" not in names  # `on GetS in Collecting stall` is not a rule
+
+
+def test_correct_protocol_passes_as_a_unittest_case() -> None:
+    case = protocol_test(ACKED, agents=3, max_examples=15, steps=30)
+    result = _run(case)
+    assert result.wasSuccessful(), result.failures + result.errors
+    assert result.testsRun == 1
+
+
+def test_buggy_protocol_fails_with_a_numbered_trace() -> None:
+    case = protocol_test(BI, max_examples=200)
+    # without Hypothesis's (slow) shrinker the failure text is still minimised by replay
+    case.settings = settings(case.settings, phases=[Phase.generate])
+    result = _run(case)
+    assert not result.wasSuccessful()
+    (_, text), = result.failures + result.errors
+    assert "ProtocolFailure" in text
+    assert "(invariant)" in text and "  1. GPU[" in text
+
+
+def test_failure_text_is_minimised_by_replay() -> None:
+    machine = seed(3)(state_machine(BI))
+    with pytest.raises(ProtocolFailure) as info:
+        run_state_machine_as_test(machine, settings=settings(
+            max_examples=200, database=None, deadline=None, phases=[Phase.generate],
+            suppress_health_check=list(HealthCheck)))
+    text = str(info.value)
+    steps = [ln for ln in text.splitlines() if ln[:4].strip().rstrip(".").isdigit()]
+    raw = len(info.value.actions)
+    assert 4 <= len(steps) <= 8  # the shortest counterexample has 4 steps
+    assert len(steps) == raw or f"minimised by replay from {raw}" in text
+
+
+def test_8_agents_4_lines_run() -> None:
+    machine = state_machine(ACKED, agents=8, lines=4, params={"capacity": 64}, oracle="sc")
+    run_state_machine_as_test(machine, settings=settings(
+        max_examples=5, stateful_step_count=40, database=None, deadline=None,
+        suppress_health_check=list(HealthCheck)))
+
+
+def test_bad_spec_and_bad_options() -> None:
+    with pytest.raises(SpecError):
+        state_machine(ROOT / "specs/no_such.coh")
+    with pytest.raises(SpecError, match="--skip"):
+        state_machine(ACKED, skip=["nope"])
+    with pytest.raises(ValueError, match="oracle"):
+        machine = state_machine(ACKED, oracle="linearizable")
+        machine()
+    with pytest.raises(ValueError, match="already instantiated"):
+        load_model(load_model(ACKED), agents=2)
+
+
+def test_the_example_file_runs_under_pytest() -> None:
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "examples/test_my_protocol.py"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 passed" in proc.stdout
