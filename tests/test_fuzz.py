@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -159,3 +160,26 @@ def test_missing_spec_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["fuzz", "no/such.coh"]) == 2
     err = capsys.readouterr().err
     assert "no/such.coh" in err and "Traceback" not in err
+
+
+def test_diagram_of_the_failure(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    if shutil.which("dot") is None:
+        pytest.skip("needs Graphviz's dot")
+    code, doc = fuzz_json(capsys, BI, "--seed", "3", "--budget", "100", "--diagram",
+                          str(tmp_path))
+    assert code == 1
+    assert any(p.endswith(".dot") and "fuzz" in p for p in doc["diagrams"])
+    assert all(Path(p).exists() for p in doc["diagrams"])
+
+
+def test_bench_fuzz_reports_against_the_checker(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "fuzz", BI, "--seeds", "2", "--budget", "100", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (row,) = doc["specs"]
+    assert row["checker"]["verdict"] == "fails"
+    assert row["found"] == "2/2"
+    for run in row["runs"]:
+        assert run["checker_shortest"] == row["checker"]["shortest"][run["property"]]
+        assert run["length_ratio"] == round(run["length"] / run["checker_shortest"], 3)
+        assert run["examples_to_failure"] <= run["examples"]
+    assert row["goal_met"] == (row["max_length_ratio"] <= 2)
