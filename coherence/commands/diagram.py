@@ -92,7 +92,8 @@ def _states(args: argparse.Namespace, model: Any, doc: dict[str, Any],
     doc.update(states=len(sg.states), failure_path=sg.failure_steps)
     what = f"{len(sg.states)} states"
     if sg.path:
-        what += f", shortest path to a failure: {sg.failure_steps} steps (in red)"
+        n = sg.failure_steps
+        what += f", shortest path to a failure: {n} step{'' if n == 1 else 's'} (in red)"
     return _done(args, doc, files, EXIT_HOLDS, what)
 
 
