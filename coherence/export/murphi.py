@@ -1,0 +1,908 @@
+"""IR -> Murphi, for Rumur: the same transition system, so the same reachable-state count.
+
+NOTE(murphi-encoding): the encoding is chosen so that Rumur with symmetry off counts exactly the
+states our checker counts (docs/rumur.md):
+
+* the whole state is one record ``st``, so a transition can be tried on a copy: our semantics
+  disables a transition whose send would overflow a network ("blocked"), which Murphi guards
+  cannot express directly, so each rule's guard runs the body on a copy and fails if it
+  blocked;
+* a fifo network is one bounded queue per (source, destination) pair, emptied slots undefined;
+* an unordered network is a multiset, kept as a count per distinct message (indexed by source,
+  destination and field values) -- canonical by construction, and permuted correctly by
+  Rumur's scalarset symmetry (Rumur has no multiset type);
+* the atomic bus is a procedure call per message: the receiver's handler runs inside the
+  sender's step, as in ``Semantics._deliver_now``;
+* the coherence monitor (``property ...: coherence``) is NOT exported: compare with it skipped;
+* our deadlock (nothing enabled, but not quiescent) is Rumur's ``--deadlock-detection stuck``
+  plus an ``idle`` rule enabled exactly in quiescent states.
+
+Only ``lines = 1`` and no variables or fields of type ``node`` are supported; anything else
+raises a located :class:`ExportError`.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from coherence import ir
+from coherence.errors import NO_SPAN, Span, SpecError
+
+
+class ExportError(SpecError):
+    """The spec uses something this exporter cannot translate."""
+
+
+class _HomeNotAgent(Exception):
+    """The home node is used where an agent is needed (a run-time error in our semantics)."""
+
+
+DIRS = ("a2h", "h2a", "a2a")  # message directions: agent->home, home->agent, agent->agent
+
+
+@attrs.define
+class _Ctx:
+    s: str                                   # the State_t designator read and written
+    machine: ir.Machine | None = None
+    me: str | None = None                    # Murphi expr of the running cache's agent id
+    src: tuple[str, str | None] | None = None  # ("home", None) | ("agent", expr)
+    fields: dict[str, str] = attrs.Factory(dict)
+
+
+@attrs.define
+class _Proc:
+    """Locals a procedure body needs, collected while its body is generated."""
+
+    decls: dict[str, str] = attrs.Factory(dict)
+    counter: int = 0
+    calls: set[str] = attrs.Factory(set)
+
+    def fresh(self, stem: str) -> str:
+        self.counter += 1
+        return f"{stem}{self.counter}"
+
+
+def _ind(lines: list[str], n: int = 1) -> list[str]:
+    return ["  " * n + x for x in lines]
+
+
+class MurphiExporter:
+    def __init__(self, model: ir.Model) -> None:
+        self.m = model
+        if model.lines != 1:
+            raise ExportError(f"the Murphi exporter supports lines = 1 (got {model.lines})",
+                              NO_SPAN)
+        self.home = model.home
+        self.cache = model.caches[0] if model.caches else None
+        self.n = model.agents
+        for mach in model.machines:
+            for v in mach.vars:
+                self._no_node(v.type, v.span, f"variable {v.name}")
+        for v in model.globals:
+            self._no_node(v.type, v.span, f"variable {v.name}")
+        for msg in model.messages:
+            for f in msg.fields:
+                self._no_node(f.type, f.span, f"field {msg.name}.{f.name}")
+        self.rule_specs: list[tuple[str, list[str], str, str]] = []
+        self.rule_args: dict[str, list[str]] = {}
+
+    def _no_node(self, t: ir.Type, span: Span, what: str) -> None:
+        if isinstance(t, ir.NodeT) or (isinstance(t, ir.ArrayT) and (
+                isinstance(t.index, ir.NodeT) or isinstance(t.elem, ir.NodeT))):
+            raise ExportError(f"{what}: type node is not supported by the Murphi exporter "
+                              "(use agent)", span)
+
+    # ------------------------------------------------------------ names and types
+
+    def net(self, name: str) -> ir.Network:
+        return self.m.network(name)
+
+    def msg_net(self, msg: str) -> ir.Network:
+        return self.net(self.m.message(msg).network)
+
+    @staticmethod
+    def enum_const(enum: str, member: str) -> str:
+        return f"E_{enum}_{member}"
+
+    @staticmethod
+    def state_const(machine: str, state: str) -> str:
+        return f"S_{machine}_{state}"
+
+    def type(self, t: ir.Type) -> str:
+        if isinstance(t, ir.BoolT):
+            return "boolean"
+        if isinstance(t, ir.IntT):
+            return f"{t.lo}..{t.hi}"
+        if isinstance(t, ir.ValueT):
+            return f"0..{t.n - 1}"
+        if isinstance(t, ir.AgentT):
+            return "AGENT"
+        if isinstance(t, ir.EnumT):
+            return f"T_{t.name}"
+        if isinstance(t, ir.StateT):
+            return f"T_{t.machine}_state"
+        if isinstance(t, ir.SetT):
+            return "AgentSet"
+        if isinstance(t, ir.ArrayT):
+            return f"array [{self.type(t.index)}] of {self.type(t.elem)}"
+        raise ExportError(f"type {t} is not supported by the Murphi exporter", NO_SPAN)
+
+    def receiver(self, d: str) -> ir.Machine | None:
+        return self.home if d == "a2h" else self.cache
+
+    def dirs(self) -> list[str]:
+        out = []
+        if self.cache is not None and self.home is not None:
+            out += ["a2h", "h2a"]
+        if self.cache is not None:
+            out.append("a2a")
+        return out
+
+    # fifo queues and unordered counters -------------------------------------------
+
+    def queue(self, net: ir.Network, d: str, src: str | None, dst: str | None,
+              s: str) -> str:
+        base = f"{s}.n_{net.name}_{d}"
+        if d == "a2h":
+            return f"{base}[{src}]"
+        if d == "h2a":
+            return f"{base}[{dst}]"
+        return f"{base}[{src}][{dst}]"
+
+    def slot_dims(self, msg: ir.Message) -> list[tuple[str, ir.Field, bool]]:
+        """(index type, field, may be undefined) per field of an unordered message."""
+        out = []
+        for f in msg.fields:
+            t = f.type
+            if isinstance(t, (ir.ValueT, ir.IntT)):
+                lo, hi = (0, t.n - 1) if isinstance(t, ir.ValueT) else (t.lo, t.hi)
+                out.append((f"{lo}..{hi + 1}", f, True))  # hi + 1 stands for "undefined"
+            elif isinstance(t, (ir.BoolT, ir.AgentT, ir.EnumT)):
+                out.append((self.type(t), f, False))
+            else:
+                raise ExportError(f"field {msg.name}.{f.name}: type {t} cannot index an "
+                                  "unordered network's counters", f.span)
+        return out
+
+    def counter(self, msg: ir.Message, d: str, src: str | None, dst: str | None,
+                slots: list[str], s: str) -> str:
+        idx = []
+        if d in ("a2h", "a2a"):
+            idx.append(src)
+        if d in ("h2a", "a2a"):
+            idx.append(dst)
+        idx += slots
+        return f"{s}.n_{msg.network}_{msg.name}_{d}" + "".join(f"[{i}]" for i in idx)
+
+    def counter_type(self, msg: ir.Message, d: str, cap: int) -> str:
+        dims = []
+        if d in ("a2h", "a2a"):
+            dims.append("AGENT")
+        if d in ("h2a", "a2a"):
+            dims.append("AGENT")
+        dims += [t for t, _, _ in self.slot_dims(msg)]
+        out = f"0..{cap}"
+        for dim in reversed(dims):
+            out = f"array [{dim}] of {out}"
+        return out
+
+    def net_messages(self, net: ir.Network) -> list[ir.Message]:
+        return [msg for msg in self.m.messages if msg.network == net.name]
+
+    # ------------------------------------------------------------ expressions
+
+    def node(self, e: ir.Expr, ctx: _Ctx) -> tuple[str, str | None]:
+        if isinstance(e, ir.Lit) and isinstance(e.type, ir.NodeT):
+            if e.value == self.n:
+                return ("home", None)
+            raise ExportError("node literals other than home are not supported", e.span)
+        if isinstance(e, ir.MsgSrc):
+            assert ctx.src is not None
+            return ctx.src
+        if isinstance(e.type, ir.NodeT):
+            raise ExportError("node-valued expressions other than msg.src and home are not "
+                              "supported", e.span)
+        return ("agent", self.expr(e, ctx))
+
+    def agent(self, e: ir.Expr, ctx: _Ctx) -> str:
+        kind, x = self.node(e, ctx)
+        if kind == "home":
+            raise _HomeNotAgent()
+        assert x is not None
+        return x
+
+    def expr(self, e: ir.Expr, ctx: _Ctx) -> str:
+        if isinstance(e, ir.Lit):
+            if e.value is None:
+                raise ExportError("'undefined' can only be assigned here", e.span)
+            t = e.type
+            if isinstance(t, ir.BoolT):
+                return "true" if e.value else "false"
+            if isinstance(t, ir.EnumT):
+                return self.enum_const(t.name, t.members[e.value])
+            if isinstance(t, ir.StateT):
+                return self.state_const(t.machine, t.members[e.value])
+            if isinstance(t, ir.NodeT):
+                raise _HomeNotAgent()
+            if isinstance(t, ir.SetT):
+                raise ExportError("set constants are only supported in assignments and "
+                                  "comparisons", e.span)
+            if isinstance(t, ir.AgentT):
+                raise ExportError("agent constants cannot be exported (agents are a "
+                                  "scalarset)", e.span)
+            return str(e.value)
+        if isinstance(e, ir.Local):
+            return f"l_{e.name}"
+        if isinstance(e, ir.SelfId):
+            assert ctx.me is not None
+            return ctx.me
+        if isinstance(e, ir.GVar):
+            return f"{ctx.s}.g_{e.name}"
+        if isinstance(e, ir.MVar):
+            if e.agent is None:
+                return f"{ctx.s}.h_{e.name}"
+            return f"{ctx.s}.c[{self.agent(e.agent, ctx)}].v_{e.name}"
+        if isinstance(e, ir.MState):
+            if e.agent is None:
+                return f"{ctx.s}.h_state"
+            return f"{ctx.s}.c[{self.agent(e.agent, ctx)}].state"
+        if isinstance(e, ir.MsgField):
+            return ctx.fields[e.name]
+        if isinstance(e, ir.MsgSrc):
+            return self.agent(e, ctx)
+        if isinstance(e, ir.Index):
+            idx = (self.agent(e.index, ctx) if isinstance(e.index.type, ir.NodeT)
+                   else self.expr(e.index, ctx))
+            return f"{self.expr(e.base, ctx)}[{idx}]"
+        if isinstance(e, ir.Unary):
+            return f"(!{self.expr(e.arg, ctx)})" if e.op == "!" else f"(-{self.expr(e.arg, ctx)})"
+        if isinstance(e, ir.Binary):
+            return self.binary(e, ctx)
+        if isinstance(e, ir.SetLit):
+            raise ExportError("set literals are only supported in assignments, comparisons "
+                              "and 'in'", e.span)
+        if isinstance(e, ir.Call):
+            if e.func == "size":
+                return f"SetSize({self.expr(e.args[0], ctx)})"
+            return f"isundefined({self.expr(e.args[0], ctx)})"
+        if isinstance(e, ir.Quant):
+            op = "forall" if e.kind == "forall" else "exists"
+            return (f"({op} l_{e.var}: {self.type(e.var_type)} do "
+                    f"{self.expr(e.body, ctx)} end)")
+        if isinstance(e, ir.InFlight):
+            return self.inflight(e, ctx)
+        raise ExportError(f"cannot export expression {type(e).__name__}", NO_SPAN)
+
+    def binary(self, e: ir.Binary, ctx: _Ctx) -> str:
+        op = e.op
+        if op in ("==", "!=") and (isinstance(e.left.type, ir.NodeT)
+                                   or isinstance(e.right.type, ir.NodeT)):
+            a, b = self.node(e.left, ctx), self.node(e.right, ctx)
+            if a[0] != b[0]:
+                same = "false"
+            elif a[0] == "home":
+                same = "true"
+            else:
+                same = f"({a[1]} = {b[1]})"
+            return same if op == "==" else f"(!{same})"
+        if op in ("==", "!=") and (isinstance(e.left, ir.SetLit) or isinstance(e.right, ir.SetLit)):
+            lit, other = (e.left, e.right) if isinstance(e.left, ir.SetLit) else (e.right, e.left)
+            assert isinstance(lit, ir.SetLit)
+            x = "l__setx"
+            members = " | ".join(f"{x} = {self.agent(el, ctx)}" for el in lit.elems) or "false"
+            same = (f"(forall {x}: AGENT do {self.expr(other, ctx)}[{x}] = ({members}) end)")
+            return same if op == "==" else f"(!{same})"
+        if op == "in":
+            if isinstance(e.right, ir.SetLit) and not isinstance(e.right.type, ir.SetT):
+                left = self.expr(e.left, ctx)
+                parts = [f"{left} = {self.expr(x, ctx)}" for x in e.right.elems]
+                return "(" + (" | ".join(parts) or "false") + ")"
+            return f"{self.expr(e.right, ctx)}[{self.agent(e.left, ctx)}]"
+        if op in ("with", "without"):
+            raise ExportError("set union/difference is only supported as s.add(a) / "
+                              "s.remove(a)", e.span)
+        sym = {"&&": "&", "||": "|", "->": "->", "==": "=", "!=": "!=", "<": "<", "<=": "<=",
+               ">": ">", ">=": ">=", "+": "+", "-": "-"}[op]
+        return f"({self.expr(e.left, ctx)} {sym} {self.expr(e.right, ctx)})"
+
+    def inflight(self, e: ir.InFlight, ctx: _Ctx) -> str:
+        msg = self.m.message(e.message)
+        net = self.net(msg.network)
+        if net.ordering == "bus":
+            return "false"
+        dst = self.node(e.dst, ctx) if e.dst is not None else None
+        parts = []
+        for d in self.dirs():
+            if dst is not None and (dst[0] == "home") != (d == "a2h"):
+                continue
+            qs, qd = "l__ifs", (dst[1] if dst is not None else "l__ifd")
+            binders = []
+            if d in ("a2h", "a2a"):
+                binders.append(f"{qs}: AGENT")
+            if d in ("h2a", "a2a") and dst is None:
+                binders.append(f"{qd}: AGENT")
+            if net.ordering == "fifo":
+                q = self.queue(net, d, qs, qd, ctx.s)
+                cond = (f"(exists l__ifk: 0..{net.capacity - 1} do (l__ifk < {q}.count & "
+                        f"{q}.q[l__ifk].mtype = MT_{msg.name}) end)")
+            else:
+                slots = []
+                for i, (t, _, _) in enumerate(self.slot_dims(msg)):
+                    binders.append(f"l__iff{i}: {t}")
+                    slots.append(f"l__iff{i}")
+                cond = f"({self.counter(msg, d, qs, qd, slots, ctx.s)} > 0)"
+            for b in reversed(binders):
+                cond = f"(exists {b} do {cond} end)"
+            parts.append(cond)
+        return "(" + (" | ".join(parts) or "false") + ")"
+
+    # ------------------------------------------------------------ statements
+
+    def stmts(self, body: tuple[ir.Stmt, ...], ctx: _Ctx, p: _Proc) -> list[str]:
+        out: list[str] = []
+        for s in body:
+            out += self.stmt(s, ctx, p)
+        return out
+
+    def stmt(self, s: ir.Stmt, ctx: _Ctx, p: _Proc) -> list[str]:
+        if isinstance(s, ir.Assign):
+            return self.assign(s, ctx, p)
+        if isinstance(s, ir.If):
+            out = [f"if {self.expr(s.cond, ctx)} then"]
+            out += _ind(self.stmts(s.then, ctx, p))
+            if s.orelse:
+                out.append("else")
+                out += _ind(self.stmts(s.orelse, ctx, p))
+            return [*out, "end;"]
+        if isinstance(s, ir.For):
+            return [f"for l_{s.var}: {self.type(s.var_type)} do",
+                    *_ind(self.stmts(s.body, ctx, p)), "end;"]
+        if isinstance(s, ir.Let):
+            p.decls[f"l_{s.var}"] = self.type(s.value.type) if not isinstance(
+                s.value.type, ir.NodeT) else "AGENT"
+            if isinstance(s.value.type, ir.NodeT):
+                return [f"l_{s.var} := {self.agent(s.value, ctx)};"]
+            return [f"l_{s.var} := {self.expr(s.value, ctx)};"]
+        if isinstance(s, ir.Send):
+            return self.send(s.message, s.args, self.node(s.dst, ctx), ctx, p)
+        if isinstance(s, ir.Broadcast):
+            x = p.fresh("l__bc")
+            inner = self.send(s.message, s.args, ("agent", x), ctx, p)
+            if s.exclude is not None:
+                kind, ex = self.node(s.exclude, ctx)
+                if kind == "agent":
+                    inner = [f"if {x} != {ex} then", *_ind(inner), "end;"]
+            return [f"for {x}: AGENT do", *_ind(inner), "end;"]
+        if isinstance(s, ir.Goto):
+            assert ctx.machine is not None
+            p.decls["l__ns"] = self.type(ctx.machine.state_type)
+            return [f"l__ns := {self.state_const(ctx.machine.name, s.state)};"]
+        if isinstance(s, ir.Perform):
+            # Our semantics errs on performing an undefined value; so does this.
+            if _designator(s.value):
+                v = self.expr(s.value, ctx)
+                return [f'if isundefined({v}) then error "read of undefined value (perform)" '
+                        "end;"]
+            return []
+        if isinstance(s, ir.Assert):
+            text = s.text.replace('"', "'")
+            return [f'assert {self.expr(s.cond, ctx)} "{text}";']
+        raise ExportError(f"cannot export statement {type(s).__name__}", NO_SPAN)
+
+    def assign(self, s: ir.Assign, ctx: _Ctx, p: _Proc) -> list[str]:
+        target = self.expr(s.target, ctx)
+        v = s.value
+        if isinstance(v, ir.Lit) and v.value is None:
+            return [f"undefine {target};"]
+        if isinstance(v, ir.Binary) and v.op in ("with", "without"):
+            if v.left != s.target:
+                raise ExportError("set union/difference is only supported as s.add(a) / "
+                                  "s.remove(a)", s.span)
+            flag = "true" if v.op == "with" else "false"
+            return [f"{target}[{self.agent(v.right, ctx)}] := {flag};"]
+        if isinstance(v, ir.Lit) and isinstance(v.type, ir.SetT) and v.value == 0:
+            x = p.fresh("l__sx")
+            return [f"for {x}: AGENT do {target}[{x}] := false end;"]
+        if isinstance(v, ir.SetLit) and isinstance(v.type, ir.SetT):
+            x = p.fresh("l__sx")
+            out = [f"for {x}: AGENT do {target}[{x}] := false end;"]
+            out += [f"{target}[{self.agent(el, ctx)}] := true;" for el in v.elems]
+            return out
+        if isinstance(v.type, ir.NodeT):
+            return [f"{target} := {self.agent(v, ctx)};"]
+        return [f"{target} := {self.expr(v, ctx)};"]
+
+    def send(self, name: str, args: tuple[ir.Expr, ...], dst: tuple[str, str | None],
+             ctx: _Ctx, p: _Proc) -> list[str]:
+        msg = self.m.message(name)
+        net = self.net(msg.network)
+        assert ctx.machine is not None
+        from_home = ctx.machine.kind == "home"
+        src = None if from_home else ctx.me
+        if dst[0] == "home":
+            if from_home:
+                raise ExportError(f"{name}: home-to-home messages are not supported", NO_SPAN)
+            d = "a2h"
+        else:
+            d = "h2a" if from_home else "a2a"
+        if net.ordering == "bus":
+            call_args = [ctx.s]
+            if d in ("a2h", "a2a"):
+                call_args.append(src or "")
+            if d in ("h2a", "a2a"):
+                call_args.append(dst[1] or "")
+            out: list[str] = []
+            if msg.fields:
+                rec = f"l__o_{name}"
+                p.decls[rec] = f"R_{name}"
+                out.append(f"undefine {rec};")
+                for f, a in zip(msg.fields, args, strict=True):
+                    if not (isinstance(a, ir.Lit) and a.value is None):
+                        out.append(f"{rec}.f_{f.name} := {self.value_of(a, ctx)};")
+                call_args.append(rec)
+            proc = f"B_{name}_{d}"
+            p.calls.add(proc)
+            call_args.append("blk")
+            return [*out, f"{proc}({', '.join(call_args)});", "if blk then return end;"]
+        if net.ordering == "fifo":
+            q = self.queue(net, d, src, dst[1], ctx.s)
+            out = [f"if {q}.count >= {net.capacity} then blk := true; return end;",
+                   f"{q}.q[{q}.count].mtype := MT_{name};"]
+            for f, a in zip(msg.fields, args, strict=True):
+                if not (isinstance(a, ir.Lit) and a.value is None):
+                    out.append(f"{q}.q[{q}.count].f_{name}_{f.name} := {self.value_of(a, ctx)};")
+            out.append(f"{q}.count := {q}.count + 1;")
+            return out
+        slots = []
+        for (_, f, may_undef), a in zip(self.slot_dims(msg), args, strict=True):
+            t = f.type
+            hi = (t.n - 1) if isinstance(t, ir.ValueT) else getattr(t, "hi", 0)
+            if may_undef and isinstance(a, ir.Lit) and a.value is None:
+                slots.append(str(hi + 1))
+            elif may_undef and _designator(a):
+                x = self.expr(a, ctx)
+                slots.append(f"(isundefined({x}) ? {hi + 1} : {x})")
+            else:
+                slots.append(self.value_of(a, ctx))
+        c = self.counter(msg, d, src, dst[1], slots, ctx.s)
+        total = f"{ctx.s}.t_{net.name}"
+        return [f"if {total} >= {net.capacity} then blk := true; return end;",
+                f"{c} := {c} + 1;", f"{total} := {total} + 1;"]
+
+    def value_of(self, a: ir.Expr, ctx: _Ctx) -> str:
+        return self.agent(a, ctx) if isinstance(a.type, ir.NodeT) else self.expr(a, ctx)
+
+    # ------------------------------------------------------------ procedures
+
+    def body_proc(self, name: str, params: list[str], prologue: list[str],
+                  body: list[str], p: _Proc, ctx: _Ctx) -> list[str]:
+        """A procedure on ``var s: State_t`` that sets ``blk`` when it must not fire."""
+        epilogue: list[str] = []
+        if "l__ns" in p.decls:
+            assert ctx.machine is not None
+            st = f"{ctx.s}.h_state" if ctx.machine.kind == "home" else f"{ctx.s}.c[{ctx.me}].state"
+            epilogue = [f"if !isundefined(l__ns) then {st} := l__ns end;"]
+            prologue = ["undefine l__ns;", *prologue]
+        head = f"procedure {name}(var s: State_t; " + "".join(f"{x}; " for x in params)
+        head += "var blk: boolean);"
+        decls = [f"var {k}: {t};" for k, t in sorted(p.decls.items())]
+        return [head, *_ind(decls), "begin", *_ind(prologue + body + epilogue), "end;", ""]
+
+    def guarded(self, tr: ir.Transition, ctx: _Ctx, p: _Proc) -> list[str]:
+        out = []
+        if tr.guard is not None:
+            out.append(f"if !({self.expr(tr.guard, ctx)}) then blk := true; return end;")
+        return out + self.stmts(tr.body, ctx, p)
+
+    def trans_body(self, tr: ir.Transition, ctx: _Ctx, p: _Proc) -> list[str]:
+        try:
+            return self.guarded(tr, ctx, p)
+        except _HomeNotAgent:
+            return ['error "the home node is not an agent";']
+
+    # ------------------------------------------------------------ the model
+
+    def export(self) -> str:
+        m = self.m
+        out: list[str] = [
+            f"-- Generated by `coherence export --to murphi` from {m.file}",
+            "-- params: " + " ".join(f"{p.name}={p.value}" for p in m.params),
+        ]
+        mon = [p.name for p in m.properties if p.kind == "coherence"]
+        if mon:
+            out.append(f"-- NOT exported: the coherence monitor ({', '.join(mon)}); "
+                       "compare with it skipped.")
+        out += ["", "const", f"  N_AGENTS: {self.n};", "", "type",
+                "  AGENT: scalarset(N_AGENTS);", "  AgentSet: array [AGENT] of boolean;"]
+        for e in m.enums:
+            consts = ", ".join(self.enum_const(e.name, x) for x in e.members)
+            out.append(f"  T_{e.name}: enum {{ {consts} }};")
+        for mach in m.machines:
+            consts = ", ".join(self.state_const(mach.name, x) for x in mach.state_type.members)
+            out.append(f"  T_{mach.name}_state: enum {{ {consts} }};")
+        for net in m.networks:
+            msgs = self.net_messages(net)
+            if net.ordering == "fifo" and msgs:
+                out.append(f"  MsgType_{net.name}: enum {{ "
+                           + ", ".join(f"MT_{x.name}" for x in msgs) + " };")
+                fields = [f"mtype: MsgType_{net.name};"] + [
+                    f"f_{x.name}_{f.name}: {self.type(f.type)};" for x in msgs for f in x.fields]
+                out.append(f"  Msg_{net.name}: record " + " ".join(fields) + " end;")
+                out.append(f"  Q_{net.name}: record count: 0..{net.capacity}; "
+                           f"q: array [0..{net.capacity - 1}] of Msg_{net.name}; end;")
+            if net.ordering == "bus":
+                for x in msgs:
+                    if x.fields:
+                        out.append(f"  R_{x.name}: record " + " ".join(
+                            f"f_{f.name}: {self.type(f.type)};" for f in x.fields) + " end;")
+        if self.cache is not None:
+            fields = [f"state: T_{self.cache.name}_state;"] + [
+                f"v_{v.name}: {self.type(v.type)};" for v in self.cache.vars]
+            out.append("  Cache_t: record " + " ".join(fields) + " end;")
+        sfields = [f"g_{v.name}: {self.type(v.type)};" for v in m.globals]
+        if self.home is not None:
+            sfields.append(f"h_state: T_{self.home.name}_state;")
+            sfields += [f"h_{v.name}: {self.type(v.type)};" for v in self.home.vars]
+        if self.cache is not None:
+            sfields.append("c: array [AGENT] of Cache_t;")
+        for net in m.networks:
+            if net.ordering == "fifo" and self.net_messages(net):
+                for d in self.dirs():
+                    dims = "array [AGENT] of array [AGENT] of" if d == "a2a" else (
+                        "array [AGENT] of")
+                    sfields.append(f"n_{net.name}_{d}: {dims} Q_{net.name};")
+            elif net.ordering == "unordered":
+                # t_NET: the number of messages in flight, a function of the counters (so it
+                # adds no states); kept to test the capacity without summing every counter.
+                sfields.append(f"t_{net.name}: 0..{net.capacity};")
+                for msg in self.net_messages(net):
+                    for d in self.dirs():
+                        sfields.append(f"n_{net.name}_{msg.name}_{d}: "
+                                       f"{self.counter_type(msg, d, net.capacity)};")
+        out.append("  State_t: record")
+        out += _ind(sfields, 2)
+        out += ["  end;", "", "var", "  st: State_t;", ""]
+        out += self.helpers()
+        out += self.procedures()
+        out += self.startstate()
+        out += self.rules()
+        for inv in m.invariants:
+            try:
+                body = self.expr(inv.expr, _Ctx("st"))
+            except _HomeNotAgent:
+                body = "false"
+            out.append(f'invariant "{inv.name}" {body};')
+        return "\n".join(out) + "\n"
+
+    def helpers(self) -> list[str]:
+        out = ["function SetSize(x: AgentSet): 0..N_AGENTS;",
+               "var n: 0..N_AGENTS;",
+               "begin",
+               "  n := 0;",
+               "  for a: AGENT do if x[a] then n := n + 1 end end;",
+               "  return n;",
+               "end;", ""]
+        # Quiescent: nothing in flight, every machine in a stable state.
+        conds = []
+        for net in self.m.networks:
+            if net.ordering == "fifo" and self.net_messages(net):
+                for d in self.dirs():
+                    q = self.queue(net, d, "l__s", "l__d", "s")
+                    c = f"{q}.count = 0"
+                    if d in ("a2h", "a2a"):
+                        c = f"forall l__s: AGENT do {c} end"
+                    if d in ("h2a", "a2a"):
+                        c = f"forall l__d: AGENT do {c} end"
+                    conds.append(f"({c})")
+            elif net.ordering == "unordered":
+                conds.append(f"s.t_{net.name} = 0")
+        if self.home is not None:
+            stable = [self.state_const(self.home.name, x.name) for x in self.home.states
+                      if x.stable]
+            conds.append("(" + (" | ".join(f"s.h_state = {x}" for x in stable) or "false") + ")")
+        if self.cache is not None:
+            stable = [self.state_const(self.cache.name, x.name) for x in self.cache.states
+                      if x.stable]
+            inner = " | ".join(f"s.c[l__a].state = {x}" for x in stable) or "false"
+            conds.append(f"(forall l__a: AGENT do {inner} end)")
+        out += ["function Quiescent(s: State_t): boolean;", "begin",
+                "  return " + (" & ".join(conds) or "true") + ";", "end;", ""]
+        return out
+
+    # bus deliveries, then every transition as a procedure + its enabledness test
+
+    def bus_proc(self, msg: ir.Message, d: str) -> tuple[list[str], set[str]]:
+        mach = self.receiver(d)
+        assert mach is not None
+        p = _Proc()
+        params = []
+        src: tuple[str, str | None] = ("home", None)
+        if d in ("a2h", "a2a"):
+            params.append("src: AGENT")
+            src = ("agent", "src")
+        me = None
+        if d in ("h2a", "a2a"):
+            params.append("dst: AGENT")
+            me = "dst"
+        if msg.fields:
+            params.append(f"m: R_{msg.name}")
+        ctx = _Ctx("s", mach, me, src, {f.name: f"m.f_{f.name}" for f in msg.fields})
+        st = "s.h_state" if mach.kind == "home" else "s.c[dst].state"
+        body: list[str] = []
+        first = True
+        for sname in mach.state_type.members:
+            cands = [t for t in mach.transitions
+                     if t.kind == "message" and t.name == msg.name and sname in t.states]
+            if not cands:
+                code = [f'error "no transition for {msg.name} in state {sname} of '
+                        f'{mach.name}";']
+            elif any(t.stall for t in cands):
+                code = [f'error "{msg.name} cannot stall on the atomic bus";']
+            elif len(cands) == 1 and cands[0].guard is None:
+                code = self.safe_stmts(cands[0].body, ctx, p)
+            else:
+                p.decls["l__cnt"] = "0..64"
+                code = ["l__cnt := 0;"]
+                for i, t in enumerate(cands):
+                    p.decls[f"l__g{i}"] = "boolean"
+                    g = self.expr(t.guard, ctx) if t.guard is not None else "true"
+                    code += [f"l__g{i} := {g};", f"if l__g{i} then l__cnt := l__cnt + 1 end;"]
+                code.append(f'if l__cnt != 1 then error "exactly one transition of '
+                            f'{mach.name} must take {msg.name} on the atomic bus" end;')
+                for i, t in enumerate(cands):
+                    code += [f"if l__g{i} then", *_ind(self.safe_stmts(t.body, ctx, p)), "end;"]
+            kw = "if" if first else "elsif"
+            first = False
+            body += [f"{kw} {st} = {self.state_const(mach.name, sname)} then", *_ind(code)]
+        body.append("end;")
+        return self.body_proc(f"B_{msg.name}_{d}", params, [], body, p, ctx), p.calls
+
+    def safe_stmts(self, body: tuple[ir.Stmt, ...], ctx: _Ctx, p: _Proc) -> list[str]:
+        try:
+            return self.stmts(body, ctx, p)
+        except _HomeNotAgent:
+            return ['error "the home node is not an agent";']
+
+    def procedures(self) -> list[str]:
+        # bus procedures, callees first
+        procs: dict[str, tuple[list[str], set[str]]] = {}
+        for net in self.m.networks:
+            if net.ordering != "bus":
+                continue
+            for msg in self.net_messages(net):
+                for d in self.dirs():
+                    procs[f"B_{msg.name}_{d}"] = self.bus_proc(msg, d)
+        out: list[str] = []
+        done: set[str] = set()
+        visiting: set[str] = set()
+
+        def emit(name: str) -> None:
+            if name in done:
+                return
+            if name in visiting:
+                raise ExportError(f"atomic-bus messages trigger each other in a cycle "
+                                  f"({name}); Murphi procedures cannot recurse", NO_SPAN)
+            visiting.add(name)
+            for callee in sorted(procs[name][1]):
+                emit(callee)
+            visiting.discard(name)
+            done.add(name)
+            out.extend(procs[name][0])
+        for name in procs:
+            emit(name)
+        for mach in self.m.machines:
+            for tr in mach.transitions:
+                if tr.stall:
+                    continue
+                if tr.kind == "message":
+                    msg = self.m.message(tr.name)
+                    net = self.net(msg.network)
+                    if net.ordering == "bus":
+                        continue
+                    for d in self.dirs():
+                        if self.receiver(d) is mach:
+                            out += self.delivery(mach, tr, msg, net, d)
+                elif mach.kind == "cache" or tr.kind == "rule":
+                    out += self.action(mach, tr)
+        return out
+
+    def action(self, mach: ir.Machine, tr: ir.Transition) -> list[str]:
+        p = _Proc()
+        params = []
+        me = None
+        if mach.kind == "cache":
+            params.append("l__self: AGENT")
+            me = "l__self"
+        params += [f"l_{f.name}: {self.type(f.type)}" for f in tr.params]
+        ctx = _Ctx("s", mach, me, None)
+        name = f"T_{mach.name}_{tr.index}"
+        out = self.body_proc(name, params, [], self.trans_body(tr, ctx, p), p, ctx)
+        binders = (["l__self: AGENT"] if me else []) + [
+            f"l_{f.name}: {self.type(f.type)}" for f in tr.params]
+        args = (["l__self"] if me else []) + [f"l_{f.name}" for f in tr.params]
+        st = "st.h_state" if mach.kind == "home" else "st.c[l__self].state"
+        states = " | ".join(f"{st} = {self.state_const(mach.name, x)}" for x in tr.states)
+        out += self.enabled_fn(name, binders, args)
+        label = f"{mach.name} {tr.kind} {tr.name} #{tr.index}"
+        self.rule_specs.append((label, binders, f"({states})", f"{name}"))
+        self.rule_args[name] = args
+        return out
+
+    def enabled_fn(self, name: str, binders: list[str], args: list[str]) -> list[str]:
+        head = f"function Can_{name}(s: State_t" + "".join(f"; {b}" for b in binders)
+        call = ", ".join(["t", *args, "b"])
+        return [head + "): boolean;", "var t: State_t;", "var b: boolean;", "begin",
+                "  t := s;", "  b := false;", f"  {name}({call});", "  return !b;", "end;", ""]
+
+    def delivery(self, mach: ir.Machine, tr: ir.Transition, msg: ir.Message,
+                 net: ir.Network, d: str) -> list[str]:
+        p = _Proc()
+        binders: list[str] = []
+        src: tuple[str, str | None] = ("home", None)
+        if d in ("a2h", "a2a"):
+            binders.append("l__src: AGENT")
+            src = ("agent", "l__src")
+        me = None
+        if d in ("h2a", "a2a"):
+            binders.append("l__self: AGENT")
+            me = "l__self"
+        prologue: list[str] = []
+        if net.ordering == "fifo":
+            q = self.queue(net, d, "l__src", "l__self", "s")
+            p.decls["l__m"] = f"Msg_{net.name}"
+            fields = {f.name: f"l__m.f_{msg.name}_{f.name}" for f in msg.fields}
+            prologue += [f"l__m := {q}.q[0];"]
+            for k in range(net.capacity - 1):
+                prologue.append(f"{q}.q[{k}] := {q}.q[{k + 1}];")
+            prologue += [f"undefine {q}.q[{net.capacity - 1}];", f"{q}.count := {q}.count - 1;"]
+            present = f"({self.queue(net, d, 'l__src', 'l__self', 'st')}.count > 0 & " \
+                      f"{self.queue(net, d, 'l__src', 'l__self', 'st')}.q[0].mtype = MT_{msg.name})"
+        else:
+            fields = {}
+            slots = []
+            for i, (t, f, may_undef) in enumerate(self.slot_dims(msg)):
+                binders.append(f"l__f{i}: {t}")
+                slots.append(f"l__f{i}")
+                local = f"l__m_{f.name}"
+                p.decls[local] = self.type(f.type)
+                fields[f.name] = local
+                if may_undef:
+                    hi = t.split("..")[1]
+                    prologue.append(f"if l__f{i} = {hi} then undefine {local} else "
+                                    f"{local} := l__f{i} end;")
+                else:
+                    prologue.append(f"{local} := l__f{i};")
+            c = self.counter(msg, d, "l__src", "l__self", slots, "s")
+            prologue[:0] = [f"{c} := {c} - 1;", f"s.t_{net.name} := s.t_{net.name} - 1;"]
+            present = f"({self.counter(msg, d, 'l__src', 'l__self', slots, 'st')} > 0)"
+        ctx = _Ctx("s", mach, me, src, fields)
+        name = f"D_{mach.name}_{tr.index}_{d}"
+        out = self.body_proc(name, binders, prologue, self.trans_body(tr, ctx, p), p, ctx)
+        args = [b.split(":")[0] for b in binders]
+        st = "st.h_state" if mach.kind == "home" else "st.c[l__self].state"
+        states = " | ".join(f"{st} = {self.state_const(mach.name, x)}" for x in tr.states)
+        out += self.enabled_fn(name, binders, args)
+        label = f"{mach.name} receives {msg.name} ({d}) #{tr.index}"
+        self.rule_specs.append((label, binders, f"{present} & ({states})", name))
+        self.rule_args[name] = args
+        return out
+
+    def startstate(self) -> list[str]:
+        m = self.m
+        ctx = _Ctx("st")
+        body = ["undefine st;"]
+
+        def init(target: str, v: ir.Var) -> list[str]:
+            e = v.init
+            if isinstance(e, ir.Lit) and e.value is None:
+                return []
+            if isinstance(v.type, ir.SetT):
+                if not (isinstance(e, ir.Lit) and e.value == 0) and not (
+                        isinstance(e, ir.SetLit) and not e.elems):
+                    raise ExportError("a set must start empty in the Murphi export", v.span)
+                return [f"for l__x: AGENT do {target}[l__x] := false end;"]
+            if isinstance(v.type, ir.ArrayT):
+                return [f"for l__i: {self.type(v.type.index)} do "
+                        f"{target}[l__i] := {self.expr(e, ctx)} end;"]
+            return [f"{target} := {self.expr(e, ctx)};"]
+        for v in m.globals:
+            body += init(f"st.g_{v.name}", v)
+        if self.home is not None:
+            body.append(f"st.h_state := {self.state_const(self.home.name, self.home.init_state)};")
+            for v in self.home.vars:
+                body += init(f"st.h_{v.name}", v)
+        if self.cache is not None:
+            inner = [f"st.c[l__a].state := "
+                     f"{self.state_const(self.cache.name, self.cache.init_state)};"]
+            for v in self.cache.vars:
+                inner += init(f"st.c[l__a].v_{v.name}", v)
+            body += ["for l__a: AGENT do", *_ind(inner), "end;"]
+        for net in m.networks:
+            if net.ordering == "fifo" and self.net_messages(net):
+                for d in self.dirs():
+                    q = self.queue(net, d, "l__s", "l__d", "st")
+                    line = f"{q}.count := 0;"
+                    if d in ("a2h", "a2a"):
+                        line = f"for l__s: AGENT do {line} end;"
+                    if d in ("h2a", "a2a"):
+                        line = f"for l__d: AGENT do {line} end;"
+                    body.append(line)
+            elif net.ordering == "unordered":
+                body.append(f"st.t_{net.name} := 0;")
+                for msg in self.net_messages(net):
+                    for d in self.dirs():
+                        binders = []
+                        idx = []
+                        if d in ("a2h", "a2a"):
+                            binders.append("l__s: AGENT")
+                        if d in ("h2a", "a2a"):
+                            binders.append("l__d: AGENT")
+                        for i, (t, _, _) in enumerate(self.slot_dims(msg)):
+                            binders.append(f"l__f{i}: {t}")
+                            idx.append(f"l__f{i}")
+                        line = f"{self.counter(msg, d, 'l__s', 'l__d', idx, 'st')} := 0;"
+                        for b in reversed(binders):
+                            line = f"for {b} do {line} end;"
+                        body.append(line)
+        return ['startstate "init"', "begin", *_ind(body), "end;", ""]
+
+    def rules(self) -> list[str]:
+        out = []
+        for label, binders, cond, name in self.rule_specs:
+            args = self.rule_args[name]
+            can = f"Can_{name}(" + ", ".join(["st", *args]) + ")"
+            call = f"{name}(" + ", ".join(["st", *args, "b"]) + ");"
+            rule = [f'rule "{label}"', f"  {cond} & {can}", "==>", "var b: boolean;", "begin",
+                    "  b := false;", f"  {call}", "end;"]
+            out += self.ruleset(binders, rule)
+        # 'no transition' errors: a deliverable message with no handler in the current state
+        for net in self.m.networks:
+            if net.ordering == "bus":
+                continue
+            for msg in self.net_messages(net):
+                for d in self.dirs():
+                    mach = self.receiver(d)
+                    assert mach is not None
+                    missing = [s for s in mach.state_type.members if not any(
+                        t.kind == "message" and t.name == msg.name and s in t.states
+                        for t in mach.transitions)]
+                    if not missing:
+                        continue
+                    binders = []
+                    if d in ("a2h", "a2a"):
+                        binders.append("l__src: AGENT")
+                    if d in ("h2a", "a2a"):
+                        binders.append("l__self: AGENT")
+                    if net.ordering == "fifo":
+                        q = self.queue(net, d, "l__src", "l__self", "st")
+                        present = f"({q}.count > 0 & {q}.q[0].mtype = MT_{msg.name})"
+                    else:
+                        slots = []
+                        for i, (t, _, _) in enumerate(self.slot_dims(msg)):
+                            binders.append(f"l__f{i}: {t}")
+                            slots.append(f"l__f{i}")
+                        present = f"({self.counter(msg, d, 'l__src', 'l__self', slots, 'st')} > 0)"
+                    st = "st.h_state" if mach.kind == "home" else "st.c[l__self].state"
+                    states = " | ".join(f"{st} = {self.state_const(mach.name, x)}"
+                                        for x in missing)
+                    rule = [f'rule "no transition for {msg.name} ({d})"',
+                            f"  {present} & ({states})", "==>", "begin",
+                            f'  error "no transition for {msg.name} in {mach.name}";', "end;"]
+                    out += self.ruleset(binders, rule)
+        out += ['rule "idle (quiescent)"', "  Quiescent(st)", "==>", "begin", "end;", ""]
+        return out
+
+    @staticmethod
+    def ruleset(binders: list[str], rule: list[str]) -> list[str]:
+        if not binders:
+            return [*rule, ""]
+        return [f"ruleset {'; '.join(binders)} do", *_ind(rule), "end;", ""]
+
+
+def _designator(e: ir.Expr) -> bool:
+    return isinstance(e, (ir.GVar, ir.MVar, ir.Index, ir.Local, ir.MsgField))
+
+
+def to_murphi(model: ir.Model) -> str:
+    """The Murphi text of ``model`` (the coherence monitor is left out; see the module doc)."""
+    return MurphiExporter(model).export()
