@@ -9,7 +9,7 @@ from __future__ import annotations
 from importlib import import_module
 from types import ModuleType
 
-VERBS = ["check", "bench", "litmus", "prove", "diagram", "hw", "fuzz", "export"]
+VERBS = ["check", "bench", "litmus", "prove", "diagram", "hw", "fuzz", "export", "mutants"]
 
 
 def verb_modules() -> dict[str, ModuleType]:

@@ -1,0 +1,60 @@
+"""``coherence mutants DIR``: check every seeded-bug spec; mutation score and CE lengths."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from coherence.cli import emit_json
+
+HELP = "check every mutant spec in a directory: mutation score, counterexample lengths"
+
+
+def add_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("directory", help="a directory of mutant specs (e.g. specs/mutants/)")
+    p.add_argument("--agents", "-n", type=int, metavar="N",
+                   help="override each mutant's AGENTS")
+    p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.progress import Progress
+
+    from coherence.commands.common import err_console, out_console
+    from coherence.mutants import find_mutants, parse_header, run_mutant
+
+    paths = find_mutants(args.directory)
+    mutants = [parse_header(p) for p in paths]
+    results = []
+    with Progress(console=err_console(), transient=True,
+                  disable=args.json or not err_console().is_terminal) as progress:
+        task = progress.add_task("mutants", total=len(mutants))
+        for m in mutants:
+            progress.update(task, description=m.path)
+            results.append(run_mutant(m, args.agents))
+            progress.advance(task)
+    caught = sum(r.caught for r in results)
+    score = caught / len(results) if results else 0.0
+    doc: dict[str, Any] = {
+        "directory": args.directory, "mutants": len(results), "caught": caught,
+        "score": round(score, 4),
+        "results": [{"mutant": r.mutant.path, "base": r.mutant.base, "change": r.mutant.change,
+                     "expect": list(r.mutant.expect), "caught": r.caught,
+                     "caught_as_expected": r.expected_caught, "failed": list(r.failed),
+                     "counterexample_length": r.length, "states": r.states,
+                     "seconds": round(r.seconds, 3)} for r in results],
+        "exit_code": 0 if results and caught == len(results) else 1,
+    }
+    if args.json:
+        emit_json(doc)
+    else:
+        con = out_console()
+        for r in results:
+            mark = "caught" if r.caught else "MISSED"
+            by = ", ".join(r.failed) or "-"
+            note = "" if r.expected_caught or not r.caught else "  (not by EXPECT: " + \
+                ",".join(r.mutant.expect) + ")"
+            con.print(f"{mark:7} {r.mutant.path}  CE {r.length if r.length else '-':>3}  "
+                      f"by {by}{note}")
+        con.print(f"mutation score: {caught}/{len(results)} = {score:.0%}")
+    return int(doc["exit_code"])
