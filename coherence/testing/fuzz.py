@@ -23,7 +23,7 @@ from coherence.checker import Failure
 from coherence.semantics import Semantics
 from coherence.testing.machine import build_machine
 from coherence.testing.oracle import DEFAULT_LIMIT
-from coherence.testing.run import ProtocolFailure, Run, prepare
+from coherence.testing.run import ProtocolFailure, Run
 from coherence.testing.shrink import minimise
 from coherence.trace import replay_actions
 
@@ -96,10 +96,9 @@ def fuzz(model: ir.Model, seed: int = 0, budget: int = DEFAULT_BUDGET,
 def _shrunk_failure(model: ir.Model, exc: ProtocolFailure, oracle: str,
                     minimise_by_replay: bool) -> tuple[Failure, int]:
     sem: Semantics = exc.sem
-    _, coherence_name = prepare(model)
     actions, problem = list(exc.actions), exc.problem
     if actions and minimise_by_replay:
-        actions, problem = minimise(sem, actions, problem, oracle, coherence_name)
+        actions, problem = minimise(sem, actions, problem, oracle, exc.coherence_name)
     trace = replay_actions(sem, actions)  # NOTE(replay): every shown trace is a replay
     message = trace[-1].error if trace and trace[-1].error else problem.message
     return Failure(problem.kind, problem.name, message, trace), len(exc.actions)
