@@ -309,8 +309,7 @@ class Exec:
             self.locals[s.var] = self.expr(s.value, pc)
         elif isinstance(s, ir.Send):
             args = [self.expr(a, pc) for a in s.args]
-            d = self.expr(s.dst, pc)
-            self.error(pc, d == UNDEF_BV)
+            d = self.check(self.expr(s.dst, pc), pc)
             self.refresh()
             self.deliver(self.enc.msg_index[s.message], args, d, s.span)
         elif isinstance(s, ir.Broadcast):

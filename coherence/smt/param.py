@@ -1,0 +1,689 @@
+"""Proofs for every number of agents: agents as an uninterpreted sort (EPR-style, as Ivy and
+mypyvy do; Padon et al., "Ivy: safety verification by interactive generalization", PLDI 2016).
+
+Nodes (agents, the home node and "undefined") are one uninterpreted sort ``Node`` with two
+distinguished constants; per-agent variables are arrays over it, sets of agents are arrays to
+Bool, FIFO networks are arrays over (src, dst). Each transition becomes one action whose acting
+agent, agent parameters and message source are existentially chosen constants. Invariants are
+universally quantified; the inductive check is
+
+    init ⇒ Inv        and        Inv(s) ∧ T(s, s') ⇒ Inv(s')    (one query per property)
+
+with Inv the conjunction of every invariant (the spec's ``invariant aux`` lines included), no
+model error and no message without a transition. The capacity of networks is ignored (sends
+never block), which only adds behaviours, so a proof stays sound for every capacity.
+
+Outside this fragment (unordered networks, the atomic bus, ``for``/``broadcast``, arithmetic on
+the number of agents, sizes of sets other than emptiness, the coherence monitor, deadlock) the
+encoder raises ``Unsupported`` with the construct's location: never a silent pass.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import attrs
+import z3
+
+from coherence import ir
+from coherence.checker import Failure
+from coherence.errors import NO_SPAN, Span
+from coherence.smt.execute import TRUE, Exec, all_of, any_of, b2i, truth
+from coherence.smt.state import WIDTH, Unsupported, ivar, num
+
+NODE = z3.DeclareSort("Node")
+HOME = z3.Const("home", NODE)
+UNDEF_N = z3.Const("undefined_node", NODE)
+BV = z3.BitVecSort(WIDTH)
+
+
+def is_agent(x: Any) -> Any:
+    return z3.And(x != HOME, x != UNDEF_N)
+
+
+def _sort(t: ir.Type) -> Any:
+    if isinstance(t, (ir.AgentT, ir.NodeT)):
+        return NODE
+    if isinstance(t, ir.SetT):
+        return z3.ArraySort(NODE, z3.BoolSort())
+    if isinstance(t, ir.ArrayT):
+        raise Unsupported("arrays are not supported with --agents any", NO_SPAN)
+    return BV
+
+
+def _fresh(name: str, t: ir.Type) -> Any:
+    s = _sort(t)
+    return ivar(name) if s == BV else z3.Const(name, s)
+
+
+@attrs.define
+class PState:
+    globals: list[Any]
+    home: list[Any]
+    cvars: list[Any]  # per cache variable (state first): Array(Node, sort)
+    nets: list[Any]  # fifo: (count, types[cap], fields[cap][nf]) arrays over (src, dst)
+
+    def leaves(self) -> list[Any]:
+        out = [*self.globals, *self.home, *self.cvars]
+        for net in self.nets:
+            if net is not None:
+                count, types, fields = net
+                out += [count, *types, *(f for row in fields for f in row)]
+        return out
+
+    def copy(self) -> PState:
+        nets = [None if n is None else (n[0], list(n[1]), [list(r) for r in n[2]])
+                for n in self.nets]
+        return PState(list(self.globals), list(self.home), list(self.cvars), nets)
+
+
+class ParamEncoder:
+    def __init__(self, model: ir.Model) -> None:
+        from coherence.semantics import Semantics
+        self.model = model
+        self.sem = Semantics(model)
+        self.home = model.home
+        self.cache = model.caches[0] if model.caches else None
+        self.msg_index = self.sem.msg_index
+        self.net_index = self.sem.net_index
+        self.global_slot = self.sem.global_slot
+        self.var_slot = self.sem.var_slot
+        self.field_pos = self.sem.field_pos
+        self.max_fields = max((len(m.fields) for m in model.messages), default=0)
+        self.n = 0  # no concrete agent ids in this encoding
+        if model.lines != 1:
+            raise Unsupported("--agents any needs lines = 1", NO_SPAN)
+        for p in model.properties:
+            raise Unsupported(f"property {p.name} (the coherence monitor) is not supported with "
+                              f"--agents any; prove the invariants with --skip {p.name}", p.span)
+        for net in model.networks:
+            if net.ordering != "fifo":
+                raise Unsupported(f"network {net.name}: only fifo networks are supported with "
+                                  f"--agents any ({net.ordering} is not)", net.span)
+
+    def fresh(self, prefix: str) -> PState:
+        m = self.model
+        g = [_fresh(f"{prefix}|{v.name}", v.type) for v in m.globals]
+        h: list[Any] = []
+        if self.home is not None:
+            h = [ivar(f"{prefix}|H.state")]
+            h += [_fresh(f"{prefix}|H.{v.name}", v.type) for v in self.home.vars]
+        cv: list[Any] = []
+        if self.cache is not None:
+            cv = [z3.Array(f"{prefix}|C.state", NODE, BV)]
+            cv += [z3.Array(f"{prefix}|C.{v.name}", NODE, _sort(v.type)) for v in self.cache.vars]
+        nets: list[Any] = []
+        for net in m.networks:
+            cap = net.capacity
+            nets.append((z3.Array(f"{prefix}|{net.name}.count", NODE, NODE, BV),
+                         [z3.Array(f"{prefix}|{net.name}.type{k}", NODE, NODE, BV)
+                          for k in range(cap)],
+                         [[z3.Array(f"{prefix}|{net.name}.f{k}.{j}", NODE, NODE, BV)
+                           for j in range(self.max_fields)] for k in range(cap)]))
+        return PState(g, h, cv, nets)
+
+    def init_formula(self, s: PState) -> Any:
+        m = self.model
+        parts = []
+
+        def const(v: ir.Var) -> Any:
+            if isinstance(v.type, ir.SetT):
+                e = v.init
+                if not (isinstance(e, ir.Lit) and e.value == 0):
+                    raise Unsupported("only empty sets can be initial values with --agents any",
+                                      v.span)
+                return z3.K(NODE, z3.BoolVal(False))
+            if isinstance(v.type, (ir.AgentT, ir.NodeT)):
+                e = v.init
+                if isinstance(e, ir.Lit) and e.value is None:
+                    return UNDEF_N
+                raise Unsupported("agent variables must start undefined with --agents any",
+                                  v.span)
+            return num(self.sem._init_value(v))
+
+        for v, x in zip(m.globals, s.globals, strict=True):
+            parts.append(x == const(v))
+        if self.home is not None:
+            parts.append(s.home[0] == self.home.state_index(self.home.init_state))
+            for v, x in zip(self.home.vars, s.home[1:], strict=True):
+                parts.append(x == const(v))
+        if self.cache is not None:
+            y = z3.Const("y", NODE)
+            parts.append(z3.ForAll([y], s.cvars[0][y] == self.cache.state_index(
+                self.cache.init_state)))
+            for v, arr in zip(self.cache.vars, s.cvars[1:], strict=True):
+                parts.append(z3.ForAll([y], arr[y] == const(v)))
+        for count, _types, _fields in s.nets:
+            a, b = z3.Consts("a b", NODE)
+            parts.append(z3.ForAll([a, b], count[a, b] == 0))
+        return all_of(parts)
+
+    def domain(self, s: PState) -> Any:
+        m = self.model
+        parts = [HOME != UNDEF_N]
+
+        def scalar(x: Any, t: ir.Type) -> Any:
+            if isinstance(t, ir.SetT):
+                return TRUE
+            if isinstance(t, ir.AgentT):
+                return x != HOME
+            if isinstance(t, ir.NodeT):
+                return TRUE
+            lo, hi = (t.lo, t.hi) if isinstance(t, ir.IntT) else (0, t.size() - 1)
+            return z3.Or(x == num(-(1 << 31)), z3.And(x >= lo, x <= hi))
+
+        for v, x in zip(m.globals, s.globals, strict=True):
+            parts.append(scalar(x, v.type))
+        if self.home is not None:
+            parts.append(scalar(s.home[0], self.home.state_type))
+            parts.append(s.home[0] != num(-(1 << 31)))
+            for v, x in zip(self.home.vars, s.home[1:], strict=True):
+                parts.append(scalar(x, v.type))
+        if self.cache is not None:
+            y = z3.Const("y", NODE)
+            inner = [scalar(s.cvars[0][y], self.cache.state_type),
+                     s.cvars[0][y] != num(-(1 << 31))]
+            for v, arr in zip(self.cache.vars, s.cvars[1:], strict=True):
+                inner.append(scalar(arr[y], v.type))
+            parts.append(z3.ForAll([y], all_of(inner)))
+        enc_senders = _senders(self)
+        for net, (count, types, fields) in zip(m.networks, s.nets, strict=True):
+            a, b = z3.Consts("a b", NODE)
+            tys = [self.msg_index[x.name] for x in m.messages if x.network == net.name]
+            inner = [count[a, b] >= 0, count[a, b] <= net.capacity,
+                     z3.Implies(count[a, b] > 0, z3.And(a != UNDEF_N, b != UNDEF_N))]
+            for k, ty in enumerate(types):
+                opts = []
+                for t in tys:
+                    kinds = enc_senders[t]
+                    src_ok = any_of(([a == HOME] if "home" in kinds else [])
+                                    + ([is_agent(a)] if "cache" in kinds else []))
+                    fok = []
+                    for f, x in zip(m.messages[t].fields, fields[k], strict=False):
+                        if isinstance(f.type, (ir.AgentT, ir.NodeT, ir.SetT)):
+                            raise Unsupported("agent-valued message fields are not supported "
+                                              "with --agents any", f.span)
+                        lo, hi = (f.type.lo, f.type.hi) if isinstance(f.type, ir.IntT) else (
+                            0, f.type.size() - 1)
+                        fok.append(z3.Or(x[a, b] == num(-(1 << 31)),
+                                         z3.And(x[a, b] >= lo, x[a, b] <= hi)))
+                    opts.append(all_of([ty[a, b] == t, src_ok, *fok]))
+                inner.append(z3.Implies(count[a, b] > k, any_of(opts)))
+            parts.append(z3.ForAll([a, b], all_of(inner)))
+        return all_of(parts)
+
+
+def _senders(enc: ParamEncoder) -> dict[int, set[str]]:
+    from coherence.spec.lower import walk_stmts
+    out: dict[int, set[str]] = {i: set() for i in range(len(enc.model.messages))}
+    for machine in enc.model.machines:
+        for tr in machine.transitions:
+            for st in walk_stmts(tr.body):
+                if isinstance(st, (ir.Send, ir.Broadcast)):
+                    out[enc.msg_index[st.message]].add(machine.kind)
+    return out
+
+
+class PExec(Exec):
+    """``Exec`` with symbolic agents: agent-valued terms are of sort ``Node``."""
+
+    def __init__(self, enc: ParamEncoder, state: PState) -> None:
+        self.enc = enc
+        self.n = 0
+        self.line = 0
+        self.pstate = state.copy()
+        self.globals, self.home = self.pstate.globals, self.pstate.home
+        self.cvars = self.pstate.cvars
+        self.nets = self.pstate.nets
+        self.agent: Any = None
+        self.msg = None
+        self.locals = {}
+        self.path = []
+        self.errs = []
+        self.blocks = []
+        self.pc = TRUE
+        self.goto = num(-1)
+        self.performs = []
+        self.depth = 0
+        self.bound: list[Any] = []  # quantified variables we are inside of
+
+    def error(self, cond: Any, bad: Any) -> None:
+        c = all_of([cond, bad])
+        if z3.is_false(c):
+            return
+        if self.bound:  # an error for some value of the enclosing quantifiers
+            c = z3.Exists(list(self.bound), z3.And(*[is_agent(b) for b in self.bound], c))
+        self.errs.append(c)
+
+    def check(self, v: Any, cond: Any) -> Any:
+        if z3.is_bv(v):
+            self.error(cond, v == num(-(1 << 31)))
+        elif v.sort() == NODE:
+            self.error(cond, v == UNDEF_N)
+        return v
+
+    def expr(self, e: ir.Expr, c: Any) -> Any:
+        if isinstance(e, ir.Lit) and isinstance(e.type, (ir.AgentT, ir.NodeT)):
+            if e.value is None:
+                return UNDEF_N
+            if isinstance(e.type, ir.NodeT) and e.value == e.type.n:
+                return HOME
+            raise Unsupported("a literal agent id is not supported with --agents any", e.span)
+        if isinstance(e, ir.Lit) and isinstance(e.type, ir.SetT):
+            if e.value != 0:
+                raise Unsupported("set literals other than {} are not supported with "
+                                  "--agents any", e.span)
+            return z3.K(NODE, z3.BoolVal(False))
+        if isinstance(e, ir.SelfId):
+            return self.agent if self.agent is not None else UNDEF_N
+        if isinstance(e, ir.MVar) and e.agent is not None:
+            a = self.agent_expr(e.agent, c)
+            return self.cvars[self.enc.var_slot[(e.machine, e.name)]][a]
+        if isinstance(e, ir.MState) and e.agent is not None:
+            a = self.agent_expr(e.agent, c)
+            return self.cvars[0][a]
+        if isinstance(e, ir.SetLit) and isinstance(e.type, ir.SetT):
+            out = z3.K(NODE, z3.BoolVal(False))
+            for x in e.elems:
+                out = z3.Store(out, self.check(self.expr(x, c), c), True)
+            return out
+        if isinstance(e, ir.Call) and e.func == "size":
+            raise Unsupported("size() is supported with --agents any only as size(s) == 0 "
+                              "or size(s) != 0", e.span)
+        if isinstance(e, ir.Call):
+            arg = self.expr(e.args[0], c)
+            if z3.is_bv(arg):
+                return b2i(arg == num(-(1 << 31)))
+            if arg.sort() == NODE:
+                return b2i(arg == UNDEF_N)
+            return num(0)
+        if isinstance(e, ir.Index):
+            raise Unsupported("arrays are not supported with --agents any", e.span)
+        return super().expr(e, c)
+
+    def agent_expr(self, e: ir.Expr, c: Any) -> Any:
+        a = self.expr(e, c)
+        self.error(c, a == UNDEF_N)
+        self.error(c, a == HOME)
+        return a
+
+    def binary(self, e: ir.Binary, c: Any) -> Any:
+        op = e.op
+        left, right = e.left, e.right
+        if (op in ("==", "!=", ">") and isinstance(left, ir.Call) and left.func == "size"
+                and isinstance(right, ir.Lit) and right.value == 0):
+            s = self.expr(left.args[0], c)
+            y = z3.Const("y_size", NODE)
+            empty = z3.ForAll([y], z3.Implies(is_agent(y), z3.Not(s[y])))
+            return b2i(empty if op == "==" else z3.Not(empty))
+        if op in ("&&", "||", "->"):
+            return super().binary(e, c)
+        if op == "in" and isinstance(right.type, ir.SetT):
+            a = self.check(self.expr(left, c), c)
+            return b2i(self.expr(right, c)[a])
+        if op in ("with", "without"):
+            s = self.expr(left, c)
+            a = self.check(self.expr(right, c), c)
+            return z3.Store(s, a, op == "with")
+        if isinstance(left.type, (ir.AgentT, ir.NodeT)) or isinstance(
+                right.type, (ir.AgentT, ir.NodeT)):
+            a = self.check(self.expr(left, c), c)
+            b = self.check(self.expr(right, c), c)
+            if op == "==":
+                return b2i(a == b)
+            if op == "!=":
+                return b2i(a != b)
+            raise Unsupported(f"agents cannot be compared with {op} with --agents any", e.span)
+        if isinstance(left.type, ir.SetT):
+            raise Unsupported("set comparisons are not supported with --agents any", e.span)
+        return super().binary(e, c)
+
+    def quant(self, e: ir.Quant, c: Any) -> Any:
+        if not isinstance(e.var_type, ir.AgentT):
+            return super().quant(e, c)
+        x = z3.FreshConst(NODE, e.var)
+        saved = self.locals.get(e.var)
+        self.locals[e.var] = x
+        self.bound.append(x)
+        body = truth(self.expr(e.body, c))
+        self.bound.pop()
+        if saved is None:
+            self.locals.pop(e.var, None)
+        else:
+            self.locals[e.var] = saved
+        if e.kind == "forall":
+            return b2i(z3.ForAll([x], z3.Implies(is_agent(x), body)))
+        return b2i(z3.Exists([x], z3.And(is_agent(x), body)))
+
+    def inflight(self, e: ir.InFlight, c: Any) -> Any:
+        t = self.enc.msg_index[e.message]
+        net_i = self.enc.net_index[self.enc.model.message(e.message).network]
+        count, types, _fields = self.nets[net_i]
+        d = self.expr(e.dst, c) if e.dst is not None else None
+        src = z3.FreshConst(NODE, "src")
+        dst = z3.FreshConst(NODE, "dst")
+        here = TRUE if d is None else dst == d
+        body = any_of([z3.And(count[src, dst] > k, ty[src, dst] == t)
+                       for k, ty in enumerate(types)])
+        return b2i(z3.Exists([src, dst], z3.And(here, body)))
+
+    def stmt(self, s: ir.Stmt) -> None:
+        if isinstance(s, (ir.For, ir.Broadcast)):
+            raise Unsupported(f"'{'for' if isinstance(s, ir.For) else 'broadcast'}' is not "
+                              "supported with --agents any", s.span)
+        super().stmt(s)
+
+    def write(self, target: ir.Expr, value: Any, cond: Any) -> None:
+        if isinstance(target, ir.MVar) and target.agent is not None:
+            slot = self.enc.var_slot[(target.machine, target.name)]
+            a = self.agent_expr(target.agent, cond)
+            arr = self.cvars[slot]
+            self.cvars[slot] = z3.If(cond, z3.Store(arr, a, value), arr)
+            return
+        if isinstance(target, ir.Index):
+            raise Unsupported("arrays are not supported with --agents any", target.span)
+        super().write(target, value, cond)
+
+    def assign(self, target: ir.Expr, value: Any, span: Span) -> None:
+        if z3.is_bv(value):
+            super().assign(target, value, span)
+        else:
+            self.write(target, value, self.pc)
+
+    def deliver(self, t: int, fields: list[Any], dst: Any, span: Span) -> None:
+        pc = self.pc
+        net_i = self.enc.net_index[self.enc.model.messages[t].network]
+        count, types, nfields = self.nets[net_i]
+        src = self.agent if self.agent is not None else HOME
+        fields = fields + [num(0)] * (self.enc.max_fields - len(fields))
+        c = count[src, dst]
+        for k in range(len(types)):
+            here = z3.And(pc, c == k)
+            types[k] = z3.If(here, z3.Store(types[k], src, dst, num(t)), types[k])
+            nfields[k] = [z3.If(here, z3.Store(f, src, dst, v), f)
+                          for f, v in zip(nfields[k], fields, strict=True)]
+        # capacity is not modelled: a full queue grows (sound for safety, see the docstring)
+        cap = len(types)
+        self.nets[net_i] = (z3.If(pc, z3.Store(count, src, dst, z3.If(c < cap, c + 1, c)),
+                                  count), types, nfields)
+
+    def apply_goto(self, agent: Any) -> None:
+        g = self.goto
+        if z3.is_bv_value(g) and g.as_signed_long() == -1:
+            return
+        if agent is None:
+            self.home[0] = z3.If(g == -1, self.home[0], g)
+        else:
+            arr = self.cvars[0]
+            self.cvars[0] = z3.If(g == -1, arr, z3.Store(arr, agent, g))
+        self.goto = num(-1)
+
+
+@attrs.define
+class ParamResult:
+    verdict: str  # holds | fails | unknown
+    proved: list[str]
+    ctis: list[str]
+    failures: list[Failure]
+    instance: int | None
+    notes: list[str]
+    reason: str | None
+    seconds: float
+
+    @property
+    def exit_code(self) -> int:
+        return {"holds": 0, "fails": 1, "unknown": 3}[self.verdict]
+
+
+def _actions(enc: ParamEncoder) -> list[tuple[ir.Machine, ir.Transition]]:
+    out = []
+    for m in enc.model.machines:
+        for tr in m.transitions:
+            if tr.kind == "message" and tr.stall:
+                continue
+            if tr.kind == "event" and m.kind == "home":
+                continue
+            out.append((m, tr))
+    return out
+
+
+def _step(enc: ParamEncoder, s: PState, machine: ir.Machine, tr: ir.Transition,
+          tag: str) -> tuple[Any, Any, PState, list[Any]]:
+    """(ok, error, successor, existential constants) of one transition."""
+    ex = PExec(enc, s)
+    consts: list[Any] = []
+    pre: list[Any] = []
+    if machine.kind == "cache":
+        ex.agent = z3.Const(f"{tag}|self", NODE)
+        consts.append(ex.agent)
+        pre.append(is_agent(ex.agent))
+        st = s.cvars[0][ex.agent]
+    else:
+        st = s.home[0]
+    pre.append(any_of([st == machine.state_index(x) for x in tr.states]))
+    for p in tr.params:
+        if isinstance(p.type, ir.AgentT):
+            v = z3.Const(f"{tag}|{p.name}", NODE)
+            consts.append(v)
+            pre.append(is_agent(v))
+        else:
+            v = ivar(f"{tag}|{p.name}")
+            consts.append(v)
+            pre.append(z3.And(v >= min(ir.domain(p.type)), v <= max(ir.domain(p.type))))
+        ex.locals[p.name] = v
+    if tr.kind == "message":
+        t = enc.msg_index[tr.name]
+        net_i = enc.net_index[enc.model.message(tr.name).network]
+        count, types, fields = ex.nets[net_i]
+        src = z3.Const(f"{tag}|src", NODE)
+        consts.append(src)
+        dst = ex.agent if ex.agent is not None else HOME
+        pre += [src != UNDEF_N, count[src, dst] > 0, types[0][src, dst] == t]
+        ex.msg = (src, [f[src, dst] for f in fields[0]], t)
+        cap = len(types)
+        new_types = [z3.Store(types[k], src, dst, types[k + 1][src, dst]) if k + 1 < cap
+                     else types[k] for k in range(cap)]
+        new_fields = [[z3.Store(fields[k][j], src, dst, fields[k + 1][j][src, dst])
+                       if k + 1 < cap else fields[k][j] for j in range(len(fields[k]))]
+                      for k in range(cap)]
+        ex.nets[net_i] = (z3.Store(count, src, dst, count[src, dst] - 1), new_types,
+                          new_fields)
+    ex.path = [all_of(pre)]
+    ex.refresh()
+    g = truth(ex.check(ex.guard(tr, ex.pc), ex.pc))
+    ex.path.append(g)
+    ex.block(tr.body)
+    ex.refresh()
+    ex.apply_goto(ex.agent)
+    return ex.alive(), any_of(ex.errs), ex.pstate, consts
+
+
+def _properties(enc: ParamEncoder, s: PState, steps: list[Any]) -> dict[str, Any]:
+    """Each checked property as a formula over ``s`` (True when it holds)."""
+    props: dict[str, Any] = {}
+    for inv in enc.model.invariants:
+        ex = PExec(enc, s)
+        v = truth(ex.expr(inv.expr, TRUE))
+        props[f"invariant:{inv.name}"] = z3.And(z3.Not(any_of(ex.errs)), v)
+    # no message waits in a state with no transition for it
+    nt = []
+    for net_i, net in enumerate(enc.model.networks):
+        count, types, _fields = s.nets[net_i]
+        for msg in enc.model.messages:
+            if msg.network != net.name:
+                continue
+            t = enc.msg_index[msg.name]
+            for machine in enc.model.machines:
+                missing = [i for i in range(machine.state_type.size())
+                           if not enc.sem.handlers.get((machine.name, msg.name, i))]
+                if not missing:
+                    continue
+                a, b = z3.Consts("nt_a nt_b", NODE)
+                st = s.cvars[0][b] if machine.kind == "cache" else s.home[0]
+                where = is_agent(b) if machine.kind == "cache" else b == HOME
+                nt.append(z3.Exists([a, b], z3.And(where, count[a, b] > 0, types[0][a, b] == t,
+                                                   any_of([st == i for i in missing]))))
+    props["no-transition:*"] = z3.Not(any_of(nt))
+    props["error:error"] = z3.Not(any_of([err for err, _consts in steps]))
+    return props
+
+
+def prove_all(model: ir.Model, timeout: float | None = None,
+              refute_depth: int = 10) -> ParamResult:
+    """Prove every invariant for every number of agents, or refute at a concrete size."""
+    start = time.perf_counter()
+    notes = ["deadlock freedom is not part of a proof for every N (check it at fixed sizes)"]
+    try:
+        _check_agents_free(model)
+        return _prove(model, timeout, start, notes)
+    except Unsupported as unsupported:
+        refuted = _refute(model, refute_depth, _budget(timeout), start)
+        if refuted is not None:
+            refuted.notes = [f"no proof attempted: {unsupported.message}", *notes]
+            return refuted
+        raise
+
+
+def _prove(model: ir.Model, timeout: float | None, start: float,
+           notes: list[str]) -> ParamResult:
+    enc = ParamEncoder(model)
+    cur, nxt = enc.fresh("s"), enc.fresh("t")
+    acts = _actions(enc)
+    steps = []
+    choices = []
+    for i, (machine, tr) in enumerate(acts):
+        ok, err, succ, consts = _step(enc, cur, machine, tr, f"a{i}")
+        steps.append((err, consts))
+        eq = all_of([x == y for x, y in zip(nxt.leaves(), succ.leaves(), strict=True)])
+        choices.append(all_of([ok, eq]))
+    trans = any_of(choices)
+    pre_props = _properties(enc, cur, steps)
+    # the successor's "no error" needs the successor's own actions
+    nsteps = []
+    for i, (machine, tr) in enumerate(acts):
+        _ok, err, _succ, consts = _step(enc, nxt, machine, tr, f"b{i}")
+        nsteps.append((err, consts))
+    post_props = _properties(enc, nxt, nsteps)
+    init_props = pre_props
+    proved, ctis = [], []
+    unknown: str | None = None
+    for name in pre_props:
+        for phase in ("init", "step"):
+            solver = z3.Solver()
+            if timeout is not None:
+                left = timeout - (time.perf_counter() - start)
+                if left <= 0:
+                    unknown = f"--timeout {timeout:g} s reached"
+                    break
+                solver.set("timeout", max(1, int(left * 1000)))
+            solver.add(HOME != UNDEF_N)
+            if phase == "init":
+                solver.add(enc.init_formula(cur), enc.domain(cur), z3.Not(init_props[name]))
+            else:
+                solver.add(enc.domain(cur), *pre_props.values(), trans,
+                           z3.Not(post_props[name]))
+            answer = solver.check()
+            if answer == z3.unknown:
+                unknown = f"Z3 answered unknown on {name} ({solver.reason_unknown()})"
+                break
+            if answer == z3.sat:
+                ctis.append(f"{name} is not {'implied by the initial state' if phase == 'init' else 'preserved by every step'} (for some number of agents)")  # noqa: E501
+                break
+        else:
+            proved.append(name)
+        if unknown:
+            break
+    seconds = time.perf_counter() - start
+    if unknown is None and not ctis:
+        return ParamResult("holds", proved, [], [], None, notes, None, seconds)
+    refuted = _refute(model, 10, _budget(timeout), start)
+    if refuted is not None:
+        refuted.proved, refuted.ctis, refuted.notes = proved, ctis, notes
+        return refuted
+    reason = unknown or "not inductive for every N: add `invariant aux` lines (see above)"
+    return ParamResult("unknown", proved, ctis, [], None, notes, reason,
+                       time.perf_counter() - start)
+
+
+REFUTE_SECONDS = 20.0  # default budget for looking for a concrete counterexample
+
+
+def _budget(timeout: float | None) -> float:
+    return REFUTE_SECONDS if timeout is None else min(timeout, REFUTE_SECONDS)
+
+
+def _refute(model: ir.Model, depth: int, timeout: float | None,
+            start: float) -> ParamResult | None:
+    """Look for a concrete counterexample at 2 and 3 agents (BMC, replayed)."""
+    from coherence.smt.bmc import bmc
+    from coherence.spec.load import load_spec
+    for n in (2, 3):
+        left = max(0.1, (timeout or REFUTE_SECONDS) - (time.perf_counter() - start))
+        try:
+            instance = load_spec(model.file, {"agents": n})
+        except Exception:  # the spec's agents range may exclude n
+            continue
+        instance = _same_selection(instance, model)
+        result = bmc(instance, depth, deadlock=False, timeout=left)
+        if result.verdict == "fails":
+            return ParamResult("fails", [], [], result.failures, n, [], None,
+                               time.perf_counter() - start)
+    return None
+
+
+def _same_selection(instance: ir.Model, model: ir.Model) -> ir.Model:
+    keep_inv = {i.name for i in model.invariants}
+    keep_prop = {p.name for p in model.properties}
+    return attrs.evolve(instance,
+                        invariants=tuple(i for i in instance.invariants if i.name in keep_inv),
+                        properties=tuple(p for p in instance.properties if p.name in keep_prop))
+
+
+def _check_agents_free(model: ir.Model) -> None:
+    """The spec must not use the number of agents as a number: lower it again with another
+    agent count and compare; a differing literal is reported where it is."""
+    from coherence.spec.load import load_spec
+    try:
+        other = _same_selection(load_spec(model.file, {"agents": model.agents + 1}), model)
+    except Exception:
+        raise Unsupported("cannot re-read the spec with another number of agents",
+                          NO_SPAN) from None
+    # size()'s type int[0..agents] is not a use of the number
+    where = _first_difference(model, other, model.agents)
+    if where is not None:
+        raise Unsupported("this depends on the number of agents as a number, which a proof "
+                          "for every N cannot encode", where)
+
+
+def _first_difference(a: Any, b: Any, agents: int = -1) -> Span | None:
+    if isinstance(a, (ir.AgentT, ir.NodeT, ir.SetT)) and type(a) is type(b):
+        return None
+    if isinstance(a, ir.Lit) and isinstance(b, ir.Lit):
+        if isinstance(a.type, ir.NodeT) and isinstance(b.type, ir.NodeT):
+            return None if (a.value == a.type.n) == (b.value == b.type.n) else a.span
+        if a.value != b.value:
+            return a.span
+        return _first_difference(a.type, b.type, agents)
+    if isinstance(a, ir.Param) and isinstance(b, ir.Param):
+        return None
+    if attrs.has(type(a)) and type(a) is type(b):
+        for f in attrs.fields(type(a)):
+            if f.name in ("span", "file") or not f.eq:
+                continue
+            if f.name in ("agents", "n", "hi") and isinstance(getattr(a, f.name), int) and (
+                    f.name != "hi" or getattr(a, f.name) == agents):
+                continue
+            r = _first_difference(getattr(a, f.name), getattr(b, f.name), agents)
+            if r is not None:
+                return r
+        return None
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        if len(a) != len(b):
+            return getattr(a[0], "span", NO_SPAN) if a else NO_SPAN
+        for x, y in zip(a, b, strict=True):
+            r = _first_difference(x, y, agents)
+            if r is not None:
+                return r
+        return None
+    return None if a == b else getattr(a, "span", NO_SPAN)

@@ -1,0 +1,78 @@
+"""Proofs for every number of agents: proved specs also hold at fixed sizes in the reference
+checker, refutations are concrete replayed instances, mutants are never proved."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_prove_induction import AUX, MUTEX, mutants
+
+from coherence.checker import check
+from coherence.errors import SpecError
+from coherence.smt.param import prove_all
+from coherence.smt.state import Unsupported
+from coherence.spec.load import load_spec
+from coherence.spec.select import drop_properties
+
+SPECS = Path(__file__).resolve().parent.parent / "specs"
+
+
+def _write(tmp_path: Path, text: str, name: str = "spec.coh") -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_mutex_with_aux_is_proved_for_every_n_and_holds_at_fixed_sizes(tmp_path: Path) -> None:
+    path = _write(tmp_path, MUTEX + AUX)
+    result = prove_all(load_spec(path))
+    assert result.verdict == "holds" and result.exit_code == 0
+    assert "invariant:mutex" in result.proved
+    for n in (2, 3, 4):
+        assert check(load_spec(path, {"agents": n})).verdict == "holds"
+
+
+def test_mutex_without_aux_is_not_inductive_and_not_a_pass(tmp_path: Path) -> None:
+    result = prove_all(load_spec(_write(tmp_path, MUTEX)))
+    assert result.verdict == "unknown" and result.exit_code == 3
+    assert any("invariant:mutex" in c for c in result.ctis)
+
+
+def test_literal_scheme_is_refuted_by_a_replayed_instance() -> None:
+    model = load_spec(SPECS / "broadcast_invalidate.coh")
+    result = prove_all(model)
+    assert result.verdict == "fails" and result.instance == 2
+    assert result.failures[0].name == "data_value" and result.failures[0].length == 4
+
+
+def test_counting_agents_is_reported_where_it_happens() -> None:
+    model = drop_properties(load_spec(SPECS / "broadcast_invalidate_acked.coh"), ["coherent"])
+    with pytest.raises(Unsupported) as err:
+        prove_all(model, timeout=5)
+    assert err.value.span.line == 47  # acks := agents - 1
+    assert "number of agents" in err.value.message
+
+
+MUTANTS = mutants(MUTEX + AUX)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(MUTANTS))
+def test_a_mutant_proved_for_every_n_holds_at_2_and_3(tmp_path_factory: pytest.TempPathFactory,
+                                                      text: str) -> None:
+    path = _write(tmp_path_factory.mktemp("m"), text)
+    try:
+        model = load_spec(path)
+    except SpecError:
+        return
+    result = prove_all(model, timeout=30)
+    for n in (2, 3):
+        reference = check(load_spec(path, {"agents": n}))
+        if result.verdict == "holds":
+            assert reference.verdict == "holds" or all(
+                f.kind == "deadlock" for f in reference.failures)
+    if result.verdict == "fails":
+        assert result.failures and result.failures[0].trace
