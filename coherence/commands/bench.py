@@ -15,6 +15,7 @@ HELP = "measure performance (ratios against a baseline run side by side)"
 BENCHES: dict[str, str] = {
     "check": "coherence.bench_check",
     "fuzz": "coherence.bench_fuzz",
+    "prove": "coherence.bench_prove",
 }
 
 
