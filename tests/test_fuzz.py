@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from coherence.checker import check
+from coherence.checker import CheckOptions, check
 from coherence.cli import main
 from coherence.testing import load_model
 from coherence.testing.run import Run, prepare, replay
@@ -183,3 +183,36 @@ def test_bench_fuzz_reports_against_the_checker(capsys: pytest.CaptureFixture[st
         assert run["length_ratio"] == round(run["length"] / run["checker_shortest"], 3)
         assert run["examples_to_failure"] <= run["examples"]
     assert row["goal_met"] == (row["max_length_ratio"] <= 2)
+
+
+@pytest.mark.parametrize("mutant", ["german_store_in_shared", "msi_snoop_putm_data_dropped"])
+def test_fuzz_trace_is_one_the_checker_reaches(mutant: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """A fuzz trace is real: BFS to its depth finds the same property, no longer."""
+    spec = ROOT / "specs/mutants" / f"{mutant}.coh"
+    if not spec.exists():
+        pytest.skip(f"{spec} is not in this checkout")
+    code, doc = fuzz_json(capsys, str(spec), "--seed", "1", "--budget", "200")
+    (f,) = doc["failures"]
+    base = check(load_model(str(spec)), CheckOptions(max_depth=f["length"]))
+    shortest = min(g.length for g in base.failures if g.name == f["property"])
+    assert code == 1 and shortest <= f["length"]
+
+
+def test_replay_refuses_actions_out_of_their_source_state() -> None:
+    from coherence.semantics import Action, Semantics
+    from coherence.testing.run import applicable
+    model, _ = prepare(load_model(ACKED, agents=2))
+    sem = Semantics(model)
+    gpu = model.machine("GPU")
+    (ack,) = [t for t in gpu.transitions if t.name == "WriteAck"]
+    (store,) = [t for t in gpu.transitions if t.name == "Store"]
+    init = sem.initial_states()[0]
+    assert applicable(sem, init, Action("event", "GPU", 0, 0, store.index, (1,)))
+    # the GPU is in I, and no WriteAck is in flight: replaying either would invent a step
+    assert not applicable(sem, init, Action("message", "GPU", 0, 0, ack.index, (), 0,
+                                            (0, 2, 0, model.messages.index(
+                                                model.message("WriteAck")), ())))
+    problem, taken = replay(sem, [Action("message", "GPU", 0, 0, ack.index, (), 0,
+                                         (0, 2, 0, 5, ()))], skip_disabled=True)
+    assert problem is None and taken == []

@@ -250,6 +250,27 @@ def unhandled(sem: Semantics, state: State) -> list[Problem]:
     return out
 
 
+def applicable(sem: Semantics, state: State, act: Action) -> bool:
+    """Whether ``act`` is an instance of its transition in ``state``: the machine is in one of
+    the transition's source states and, for an arrival, the message is deliverable now.
+
+    NOTE(execute): ``Semantics.execute`` checks only the guard (``enabled`` enumerates
+    source states), so an action replayed out of context must pass this first.
+    """
+    machine = sem.model.machine(act.machine)
+    tr = machine.transitions[act.transition]
+    if tr.stall or tr.kind != act.kind:
+        return False
+    line = state[0][act.line]
+    sidx = line[1][0] if act.agent is None else line[2][act.agent][0]
+    if machine.state_type.members[sidx] not in tr.states:
+        return False
+    if act.kind == "message":
+        return ((act.net, act.msg) in deliverable(sem, state)
+                and sem.model.messages[act.msg[3]].name == tr.name)
+    return True
+
+
 def replay(sem: Semantics, actions: Sequence[Action], oracle: str = "coherence",
            coherence_name: str = "coherence",
            skip_disabled: bool = False) -> tuple[Problem | None, list[Action]]:
@@ -261,9 +282,7 @@ def replay(sem: Semantics, actions: Sequence[Action], oracle: str = "coherence",
     if problem is not None:
         return problem, []
     for act in actions:
-        out = None
-        if act.kind != "message" or (act.net, act.msg) in deliverable(sem, run.state):
-            out = sem.execute(run.state, act)
+        out = sem.execute(run.state, act) if applicable(sem, run.state, act) else None
         if out is None:
             if skip_disabled:
                 continue
