@@ -102,7 +102,7 @@ def test_report_from_synthetic_results(tmp_path: Path) -> None:
          "sass": {"checked": False},
          "distinct_sm": {"1:r0=1 1:r1=0 x=1 y=1": 7, "1:r0=1 1:r1=1 x=1 y=1": 93}}]}
     table = rows([doc], ["specs/broadcast_invalidate.coh",
-                         "specs/broadcast_invalidate_acked.coh"])
+                         "specs/broadcast_invalidate_acked.coh"], core="blocking")
     (r,) = table
     assert r["instances"] == 100 and r["condition_observed"] == 7
     assert r["shared_sm_instances"] == 5
@@ -110,13 +110,14 @@ def test_report_from_synthetic_results(tmp_path: Path) -> None:
     assert not r["models"]["broadcast_invalidate_acked"]["consistent"]
     assert r["models"]["broadcast_invalidate_acked"]["forbidden_observed"] == [
         "1:r0=1 1:r1=0 x=1 y=1"]
-    md = markdown(table, doc["provenance"])
+    md = markdown(table, doc["provenance"], "blocking")
     assert "| MP+cached | weak | 100 | 7 | 7.00e-02 | allows; consistent | forbids; **REFUTED**" \
         in md
     path = tmp_path / "r.json"
     path.write_text(json.dumps(doc))
     pytest.importorskip("matplotlib")
     assert main(["hw", "report", str(path), "--model", "specs/broadcast_invalidate.coh",
+                 "--core", "blocking",
                  "--out-dir", str(tmp_path)]) == 0
     png = (tmp_path / "report.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 1000

@@ -37,6 +37,9 @@ def add_args(p: argparse.ArgumentParser) -> None:
     rep.add_argument("--model", action="append", default=[], metavar="SPEC",
                      help="protocol model to compare with (repeatable; default: the three "
                           "bundled GPU models)")
+    rep.add_argument("--core", choices=["blocking", "pipelined"], default="pipelined",
+                     help="processor model the protocol models run with (see coherence "
+                          "litmus --core; default pipelined, as GPU SMs issue)")
     rep.add_argument("--out-dir", metavar="DIR", help="write report.md and report.png here")
     rep.add_argument("--json", action="store_true")
     rep.set_defaults(run=report)
@@ -124,8 +127,8 @@ def report(args: argparse.Namespace) -> int:
 
     docs = [load_results(p) for p in args.results]
     specs = args.model or DEFAULT_MODELS
-    table = rows(docs, specs)
-    md = markdown(table, docs[0].get("provenance"))
+    table = rows(docs, specs, args.core)
+    md = markdown(table, docs[0].get("provenance"), args.core)
     written = []
     if args.out_dir:
         d = Path(args.out_dir)

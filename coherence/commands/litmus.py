@@ -21,6 +21,10 @@ def add_args(p: argparse.ArgumentParser) -> None:
                         "coherence.litmus.variants)")
     p.add_argument("--param", "-p", action="append", default=[], metavar="NAME=VALUE",
                    help="override a spec parameter (agents, lines, values are set per test)")
+    p.add_argument("--core", choices=["blocking", "pipelined"], default="blocking",
+                   help="blocking: a thread waits for each operation; pipelined: later "
+                        "accesses to other lines issue while earlier ones are outstanding, "
+                        "up to an ordering point (a GPU SM's scoreboard). Default: blocking")
     p.add_argument("--max-states", type=int, metavar="N",
                    help="stop a test's exploration after N states (result: incomplete)")
     p.add_argument("--outcomes", action="store_true",
@@ -55,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
             vt = apply_variant(test, v)
             key = program_key(model, vt)
             if key not in cache:
-                cache[key] = run_on_model(model, vt, args.max_states)
+                cache[key] = run_on_model(model, vt, args.max_states, args.core)
             res = cache[key]
             allowed = sorted(res.outcomes)
             cond_model = any(holds(test.condition, outcome_dict(test, o)) for o in allowed)
@@ -75,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
                 "errors": res.errors, "stuck": res.stuck, "stopped": res.stopped,
             })
     if args.json:
-        emit_json({"schema": 1, "tool": "coherence litmus", "spec": args.spec,
+        emit_json({"schema": 1, "tool": "coherence litmus", "spec": args.spec, "core": args.core,
                    "results": rows, "exit_code": worst,
                    "seconds": round(time.perf_counter() - started, 3)})
         return worst
@@ -89,7 +93,7 @@ def _print(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
     from coherence.commands.common import out_console
 
     out = out_console()
-    table = Table(title=f"litmus on {args.spec}", title_justify="left")
+    table = Table(title=f"litmus on {args.spec} ({args.core} core)", title_justify="left")
     for col in ("test", "variant", "condition", "SC", "model", "beyond SC", "states"):
         table.add_column(col)
 

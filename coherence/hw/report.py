@@ -51,8 +51,9 @@ def observed(test: Litmus, hist: dict[str, int]) -> dict[Outcome, int]:
 class Verdicts:
     """Model runs are cached per (spec, compiled program): many variants share one."""
 
-    def __init__(self, specs: list[str]) -> None:
+    def __init__(self, specs: list[str], core: str = "pipelined") -> None:
         self.specs = specs
+        self.core = core
         self._cache: dict[tuple, set[Outcome]] = {}
 
     def allowed(self, spec: str, test: Litmus) -> set[Outcome]:
@@ -61,7 +62,7 @@ class Verdicts:
         model = load_spec(spec, model_overrides(test))
         key = (spec, program_key(model, test))
         if key not in self._cache:
-            self._cache[key] = run_on_model(model, test).outcomes
+            self._cache[key] = run_on_model(model, test, core=self.core).outcomes
         return self._cache[key]
 
     def compare(self, result: dict[str, Any]) -> tuple[Litmus, list[Comparison]]:
@@ -72,8 +73,11 @@ class Verdicts:
         return test, comps
 
 
-def rows(docs: Iterable[dict[str, Any]], specs: list[str]) -> list[dict[str, Any]]:
-    v = Verdicts(specs)
+def rows(docs: Iterable[dict[str, Any]], specs: list[str],
+         core: str = "pipelined") -> list[dict[str, Any]]:
+    """One row per test and variant. GPU cores issue later loads while earlier ones are
+    outstanding, so models run with the pipelined core unless told otherwise."""
+    v = Verdicts(specs, core)
     out = []
     for doc in docs:
         for r in doc["results"]:
@@ -102,7 +106,8 @@ def rows(docs: Iterable[dict[str, Any]], specs: list[str]) -> list[dict[str, Any
     return out
 
 
-def markdown(table: list[dict[str, Any]], provenance: dict[str, Any] | None) -> str:
+def markdown(table: list[dict[str, Any]], provenance: dict[str, Any] | None,
+             core: str = "pipelined") -> str:
     models = list(table[0]["models"]) if table else []
     lines = []
     if provenance:
@@ -126,7 +131,8 @@ def markdown(table: list[dict[str, Any]], provenance: dict[str, Any] | None) -> 
         cells.append(r["sass"])
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
-    lines.append("`allows`/`forbids`: whether the model allows the test's condition; "
+    lines.append(f"Models run with the {core} core. "
+                 "`allows`/`forbids`: whether the model allows the test's condition; "
                  "`REFUTED`: an outcome the model forbids was observed; rate ≤: an upper "
                  "bound (95 %, rule of three) when the condition was never observed.")
     return "\n".join(lines) + "\n"

@@ -45,6 +45,11 @@ class Step(NamedTuple):
     line: int
     value: int | str | None  # a store's value: literal, or the register it copies
     reg: int | None  # register slot a load writes
+    before: bool = False  # pipelined core: every earlier step retires before this one issues
+    after: bool = False  # pipelined core: no later step issues before this one retires
+
+
+CORES = ("blocking", "pipelined")
 
 
 @attrs.define
@@ -71,11 +76,12 @@ def _steps(test: Litmus, tid: int, ops: tuple[Op, ...], events: set[str],
            regs: dict[str, int]) -> list[Step]:
     lines = range(len(test.locations))
     out: list[Step] = []
+    carry = False  # a fence's ordering, carried to the next access
 
     def everywhere(names: tuple[str, ...]) -> None:
         for name in names:
             if name in events:
-                out.extend(Step(name, line, None, None) for line in lines)
+                out.extend(Step(name, line, None, None, True, True) for line in lines)
                 return
 
     for op in ops:
@@ -84,20 +90,23 @@ def _steps(test: Litmus, tid: int, ops: tuple[Op, ...], events: set[str],
         if op.kind == "fence":
             if scoped:
                 everywhere(("Fence",))
+                carry = True
             continue
         line = test.locations.index(op.loc or "")
         if op.kind == "load":
             event = "LoadStrong" if strong and "LoadStrong" in events else "Load"
-            out.append(Step(event, line, None, regs[f"{tid}:{op.reg}"]))
-            if op.order == "acquire" and scoped:
+            acquire = op.order == "acquire" and scoped
+            out.append(Step(event, line, None, regs[f"{tid}:{op.reg}"], carry, acquire))
+            if acquire:
                 everywhere(("Acquire", "Fence"))
         else:
-            if op.order == "release" and scoped:
+            release = op.order == "release" and scoped
+            if release:
                 everywhere(("Release", "Fence"))
             event = "StoreStrong" if strong and "StoreStrong" in events else "Store"
-            value = op.value if isinstance(op.value, int) else regs[f"{tid}:{op.value}"]
-            out.append(Step(event, line, value if isinstance(op.value, int) else f"r{value}",
-                            None))
+            value = op.value if isinstance(op.value, int) else f"r{regs[f'{tid}:{op.value}']}"
+            out.append(Step(event, line, value, None, carry or release, False))
+        carry = False
     return out
 
 
@@ -116,7 +125,9 @@ def _check_fit(model: ir.Model, test: Litmus) -> None:
 
 
 class _Runner:
-    def __init__(self, model: ir.Model, test: Litmus, max_states: int | None) -> None:
+    def __init__(self, model: ir.Model, test: Litmus, max_states: int | None,
+                 core: str = "blocking") -> None:
+        self.pipelined = core == "pipelined"
         self.model = attrs.evolve(model, invariants=(), properties=())
         self.sem = Semantics(self.model)
         self.cache = self.model.caches[0]
@@ -146,10 +157,13 @@ class _Runner:
         n = len(self.test.threads)
         mem = tuple(0 for _ in self.test.locations)
         regs = tuple(_NONE for _ in range(self.nregs))
-        start = [(s, (0,) * n, (False,) * n, regs, mem) for s in self.sem.initial_states()]
+        idle = ((),) * n
+        start = [(s, (0,) * n, idle, regs, mem) for s in self.sem.initial_states()]
         if any(self.prelude):
+            pipelined, self.pipelined = self.pipelined, False
             settled = self.explore(start, self.prelude)
-            start = [(k[0], (0,) * n, (False,) * n, k[3], k[4]) for k in settled]
+            self.pipelined = pipelined
+            start = [(k[0], (0,) * n, idle, k[3], k[4]) for k in settled]
         finals = self.explore(start, self.programs)
         nr = len(self.regs)
         outcomes = {(*k[3][:nr], *k[4]) for k in finals}
@@ -167,7 +181,8 @@ class _Runner:
                 self.stopped = f"--max-states {self.max_states} reached"
                 break
             succ = self.successors(key, programs)
-            done = all(pc == len(p) for pc, p in zip(key[1], programs, strict=True))
+            done = all(pc == len(p) and not busy
+                       for pc, p, busy in zip(key[1], programs, key[2], strict=True))
             if done and self.sem.quiescent(key[0]):
                 finals.append(key)
             elif not succ:
@@ -178,11 +193,28 @@ class _Runner:
                     queue.append(s)
         return finals
 
+    def _may_issue(self, prog: list[Step], pc: int, busy: tuple[int, ...],
+                   regs: tuple[int, ...]) -> bool:
+        """Blocking core: one operation at a time. Pipelined core (a GPU SM's scoreboard):
+        later accesses issue while earlier ones are outstanding, except to the same line,
+        across an ordering point (acquire, release, gpu/sys fence), or before the load whose
+        register a store copies has returned."""
+        if not busy:
+            return True
+        if not self.pipelined:
+            return False
+        step = prog[pc]
+        if step.before or any(prog[k].after for k in busy):
+            return False
+        if any(prog[k].line == step.line for k in busy):
+            return False
+        return not (isinstance(step.value, str) and regs[int(step.value[1:])] == _NONE)
+
     def successors(self, key: tuple, programs: list[list[Step]]) -> list[tuple]:
         state, pcs, pending, regs, mem = key
         out: list[tuple] = []
         for t, prog in enumerate(programs):
-            if pending[t] or pcs[t] >= len(prog):
+            if pcs[t] >= len(prog) or not self._may_issue(prog, pcs[t], pending[t], regs):
                 continue
             step = prog[pcs[t]]
             cstate = state[0][step.line][2][t][0]
@@ -199,8 +231,9 @@ class _Runner:
                              params[:len(tr.params)])
                 res = self.sem.execute(state, act)
                 if res is not None:
-                    new_pending = (*pending[:t], True, *pending[t + 1:])
-                    self._add(out, res, (state, pcs, new_pending, regs, mem), programs)
+                    new_pcs = (*pcs[:t], pcs[t] + 1, *pcs[t + 1:])
+                    new_pending = (*pending[:t], (*pending[t], pcs[t]), *pending[t + 1:])
+                    self._add(out, res, (state, new_pcs, new_pending, regs, mem), programs)
         outcomes, problems = self.sem.enabled(state)
         for p in problems:
             self.errors.setdefault(p.message, None)
@@ -222,26 +255,30 @@ class _Runner:
         for p in res.performs:
             if p.kind == "store":
                 mem_l[p.line] = p.value
-            elif p.agent < len(programs) and pending[p.agent]:
-                step = programs[p.agent][pcs[p.agent]]
-                if step.reg is not None and step.line == p.line and regs_l[step.reg] == _NONE:
-                    regs_l[step.reg] = p.value
-        pcs_l, pending_l = list(pcs), list(pending)
-        for t, prog in enumerate(programs):
-            if not pending_l[t]:
+            elif p.agent < len(programs):
+                for k in pending[p.agent]:
+                    step = programs[p.agent][k]
+                    if step.reg is not None and step.line == p.line and \
+                            regs_l[step.reg] == _NONE:
+                        regs_l[step.reg] = p.value
+                        break
+        pending_l = list(pending)
+        for t, busy in enumerate(pending):
+            if not busy:
                 continue
-            step = prog[pcs_l[t]]
-            cidx = state[0][step.line][2][t][0]
-            if not self.cache.states[cidx].stable:
-                continue
-            if step.reg is not None and regs_l[step.reg] == _NONE:
-                continue
-            pcs_l[t] += 1
-            pending_l[t] = False
-        out.append((state, tuple(pcs_l), tuple(pending_l), tuple(regs_l), tuple(mem_l)))
+            left = []
+            for k in busy:
+                step = programs[t][k]
+                cidx = state[0][step.line][2][t][0]
+                if not self.cache.states[cidx].stable or (
+                        step.reg is not None and regs_l[step.reg] == _NONE):
+                    left.append(k)
+            pending_l[t] = tuple(left)
+        out.append((state, pcs, tuple(pending_l), tuple(regs_l), tuple(mem_l)))
 
 
-def run_on_model(model: ir.Model, test: Litmus, max_states: int | None = None) -> ModelResult:
+def run_on_model(model: ir.Model, test: Litmus, max_states: int | None = None,
+                 core: str = "blocking") -> ModelResult:
     """Every outcome ``model`` allows for ``test`` (the model must be loaded with
     ``agents`` = threads, ``lines`` = locations, ``values`` > every value used)."""
     _check_fit(model, test)
@@ -249,7 +286,9 @@ def run_on_model(model: ir.Model, test: Litmus, max_states: int | None = None) -
         raise SpecError(f"{model.file}: loaded with agents={model.agents}, lines={model.lines}; "
                         f"{test.name} needs agents={len(test.threads)}, "
                         f"lines={len(test.locations)}", NO_SPAN)
-    return _Runner(model, test, max_states).run()
+    if core not in CORES:
+        raise SpecError(f"unknown core {core!r} (known: {', '.join(CORES)})", NO_SPAN)
+    return _Runner(model, test, max_states, core).run()
 
 
 def program_key(model: ir.Model, test: Litmus) -> tuple:
