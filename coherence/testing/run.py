@@ -275,14 +275,18 @@ def replay(sem: Semantics, actions: Sequence[Action], oracle: str = "coherence",
            coherence_name: str = "coherence",
            skip_disabled: bool = False) -> tuple[Problem | None, list[Action]]:
     """Re-run ``actions`` from the initial state with every check: the first problem, and the
-    actions taken up to it. A step that is not enabled ends the replay, or with
-    ``skip_disabled`` is left out (so deleting a send also deletes its receipt)."""
+    actions taken up to it. A step that is not enabled ends the replay; with
+    ``skip_disabled`` it is instead handed to the machine's transition for the same event or
+    message in the state it is in now, or else left out (so deleting a send also deletes its
+    receipt, and deleting a load lets a later store run from I instead of S)."""
     run = Run(sem, oracle, coherence_name)
     problem = run.check()
     if problem is not None:
         return problem, []
     for act in actions:
         out = sem.execute(run.state, act) if applicable(sem, run.state, act) else None
+        if out is None and skip_disabled:
+            out = _same_request(sem, run.state, act)
         if out is None:
             if skip_disabled:
                 continue
@@ -291,3 +295,19 @@ def replay(sem: Semantics, actions: Sequence[Action], oracle: str = "coherence",
         if problem is not None:
             return problem, run.actions
     return run.deadlock(), run.actions
+
+
+def _same_request(sem: Semantics, state: State, act: Action) -> Outcome | None:
+    """The same event (name, agent, line, parameters) or message arrival, taken by whichever
+    transition of the machine handles it in ``state``."""
+    machine = sem.model.machine(act.machine)
+    name = machine.transitions[act.transition].name
+    for tr in machine.transitions:
+        if tr.index == act.transition or tr.kind != act.kind or tr.name != name:
+            continue
+        other = act._replace(transition=tr.index)
+        if applicable(sem, state, other):
+            out = sem.execute(state, other)
+            if out is not None:
+                return out
+    return None
