@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import shutil
+from importlib.resources import files
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from coherence.checker import CheckOptions, check
@@ -42,9 +44,16 @@ cache machine C {
 """
 
 
+SCHEMA = json.loads(files("coherence.schemas").joinpath("fuzz.json").read_text())
+
+
 def fuzz_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict]:
+    """Run the verb with --json; every document must match coherence/schemas/fuzz.json."""
     code = main(["fuzz", *argv, "--json", "--progress", "never"])
-    return code, json.loads(capsys.readouterr().out)
+    doc = json.loads(capsys.readouterr().out)
+    jsonschema.validate(doc, SCHEMA)
+    assert doc["exit_code"] == code
+    return code, doc
 
 
 def test_finds_the_seed_bug_and_shrinks_it_near_the_shortest(
@@ -216,3 +225,11 @@ def test_replay_refuses_actions_out_of_their_source_state() -> None:
     problem, taken = replay(sem, [Action("message", "GPU", 0, 0, ack.index, (), 0,
                                          (0, 2, 0, 5, ()))], skip_disabled=True)
     assert problem is None and taken == []
+
+
+def test_schema_is_strict(capsys: pytest.CaptureFixture[str]) -> None:
+    _, doc = fuzz_json(capsys, BI, "--seed", "3", "--budget", "50")
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**doc, "verdict": "holds"}, SCHEMA)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**doc, "surprise": 1}, SCHEMA)
