@@ -160,6 +160,7 @@ class Semantics:
                 self.var_slot[(m.name, v.name)] = i + 1
         self.monitor = any(p.kind == "coherence" for p in model.properties)
         self.coherence_names = [p.name for p in model.properties if p.kind == "coherence"]
+        self._full_mask = (1 << model.values) - 1
         self._guards: dict[tuple[str, int], Compiled | None] = {}
         self._bodies: dict[tuple[str, int], Callable[[_Env], None]] = {}
         for m in model.machines:
@@ -716,7 +717,7 @@ class Semantics:
                     fa = tuple(m | bit if m >= 0 else m for m in fa)
                     if fa[p.value] < 0:
                         fa = (*fa[:p.value], 0, *fa[p.value + 1:])
-                    agents[b] = (view, fa)
+                    agents[b] = self._normal(view, fa)
                 agents[p.agent] = (p.value, tuple(-1 for _ in range(self.model.values)))
                 continue
             view, fa = agents[p.agent]
@@ -732,8 +733,15 @@ class Semantics:
                     f"{view} ({since})", self.coherence_names)
             after = fa[p.value]
             new_fa = tuple(fa[v] if (after >> v) & 1 else -1 for v in range(self.model.values))
-            agents[p.agent] = (p.value, new_fa)
+            agents[p.agent] = self._normal(p.value, new_fa)
         return tuple(tuple(line) for line in mon)
+
+    def _normal(self, view: int, fa: tuple[int, ...]) -> tuple[int, tuple[int, ...]]:
+        """Once every value has been written after every value's first write, any load is
+        admissible forever (until the agent's own next store): the view no longer matters."""
+        if all(m == self._full_mask for m in fa):
+            return (0, fa)
+        return (view, fa)
 
     # ------------------------------------------------------------ properties
 

@@ -37,14 +37,14 @@ def test_literal_fails_with_json(capsys: pytest.CaptureFixture[str]) -> None:
 def test_acked_holds_with_json(capsys: pytest.CaptureFixture[str]) -> None:
     rc, doc = run_json(["specs/broadcast_invalidate_acked.coh", "-n", "2"], capsys)
     assert rc == 0 and doc["verdict"] == "holds"
-    assert doc["stats"]["states"] == 2966 and doc["symmetry"] == "exact"
+    assert doc["stats"]["states"] == 2804 and doc["symmetry"] == "exact"
     assert set(doc["properties"].values()) == {"holds"}
 
 
 def test_no_symmetry_flag(capsys: pytest.CaptureFixture[str]) -> None:
     _, doc = run_json(["specs/broadcast_invalidate_acked.coh", "-n", "2", "--no-symmetry"],
                       capsys)
-    assert doc["symmetry"] == "off" and doc["stats"]["states"] == 5920
+    assert doc["symmetry"] == "off" and doc["stats"]["states"] == 5596
 
 
 def test_incomplete_exit_code(capsys: pytest.CaptureFixture[str]) -> None:

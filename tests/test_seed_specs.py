@@ -21,13 +21,13 @@ COUNTS = {
     (LITERAL, 2, True): (322, 624),
     (LITERAL, 3, True): (1032, 5340),
     (LITERAL, 4, True): (1596, 25632),
-    (LITERAL, 2, False): (6604, 13192),
-    (LITERAL, 3, False): (236568, 1406364),
+    (LITERAL, 2, False): (6320, 12624),
+    (LITERAL, 3, False): (206924, 1229208),
     (ACKED, 2, True): (138, 262),
     (ACKED, 3, True): (1152, 6218),
     (ACKED, 4, True): (9064, 186366),
-    (ACKED, 2, False): (2966, 5920),
-    (ACKED, 3, False): (241110, 1434660),
+    (ACKED, 2, False): (2804, 5596),
+    (ACKED, 3, False): (201070, 1195230),
 }
 SLOW = {(LITERAL, 3, False), (ACKED, 3, False), (ACKED, 4, True)}
 
