@@ -32,14 +32,14 @@ COUNTS = {
 SLOW = {(LITERAL, 3, False), (ACKED, 3, False), (ACKED, 4, True)}
 
 
-def _run(spec: str, agents: int, skip: bool, symmetry: bool):  # noqa: ANN202
+def _run(spec: str, agents: int, skip: bool, symmetry: bool):
     model = load_spec(spec, {"agents": agents})
     if skip:
         model = drop_properties(model, ["coherent"])
     return check(model, CheckOptions(symmetry=symmetry))
 
 
-def _cases(symmetry: bool) -> list:  # noqa: ANN202
+def _cases(symmetry: bool) -> list:
     out = []
     for key in COUNTS:
         slow = key in SLOW and (not symmetry or key[2] is False)
@@ -67,7 +67,7 @@ def test_counts_without_symmetry(spec: str, agents: int, skip: bool) -> None:
         assert result.peak_memory_bytes < 2**30
 
 
-def _check_verdict(spec: str, result) -> None:  # noqa: ANN001
+def _check_verdict(spec: str, result) -> None:
     if spec == ACKED:
         assert result.verdict == "holds", [f.message for f in result.failures]
         return
