@@ -6,6 +6,8 @@ line and a caret, so an editor can jump to it.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import attrs
 
 
@@ -51,3 +53,19 @@ class SpecError(Exception):
 
     def __str__(self) -> str:
         return self.render()
+
+
+def read_source(path: str | Path, what: str = "spec") -> str:
+    """A user's input file as text; every way reading can fail becomes a located SpecError."""
+    where = Span(str(path), 0, 0)
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError("no such file" if what == "spec" else f"no such {what} file",
+                        where) from None
+    except IsADirectoryError:
+        raise SpecError(f"is a directory, not a {what} file", where) from None
+    except UnicodeDecodeError as e:
+        raise SpecError(f"not UTF-8 text ({e.reason} at byte {e.start})", where) from None
+    except OSError as e:
+        raise SpecError(f"cannot read: {e.strerror}", where) from None

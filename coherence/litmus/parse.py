@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from coherence.errors import Span, SpecError
+from coherence.errors import Span, SpecError, read_source
 from coherence.litmus.program import (
     ORDERS_FENCE,
     ORDERS_LOAD,
@@ -323,16 +323,5 @@ def parse_litmus(text: str, file: str = "<litmus>") -> Litmus:
 
 
 def load_litmus(path: str | Path) -> Litmus:
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError("no such litmus file", Span(str(path), 0, 0)) from None
-    except IsADirectoryError:
-        raise SpecError("is a directory, not a litmus file", Span(str(path), 0, 0)) from None
-    except UnicodeDecodeError as e:
-        raise SpecError(f"not UTF-8 text ({e.reason} at byte {e.start})",
-                        Span(str(path), 0, 0)) from None
-    except OSError as e:
-        raise SpecError(f"cannot read: {e.strerror}", Span(str(path), 0, 0)) from None
+    text = read_source(path, "litmus")
     return parse_litmus(text, str(path))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from coherence.errors import NO_SPAN, Span, SpecError
+from coherence.errors import NO_SPAN, SpecError, read_source
 from coherence.ir import Model
 from coherence.spec.lower import lower
 from coherence.spec.parse import parse
@@ -17,18 +17,7 @@ def load_spec_text(text: str, file: str = "<spec>",
 
 
 def load_spec(path: str | Path, overrides: Mapping[str, int] | None = None) -> Model:
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError("no such file", Span(str(path), 0, 0)) from None
-    except IsADirectoryError:
-        raise SpecError("is a directory, not a spec file", Span(str(path), 0, 0)) from None
-    except UnicodeDecodeError as e:
-        raise SpecError(f"not UTF-8 text ({e.reason} at byte {e.start})",
-                        Span(str(path), 0, 0)) from None
-    except OSError as e:
-        raise SpecError(f"cannot read: {e.strerror}", Span(str(path), 0, 0)) from None
+    text = read_source(path, "spec")
     return load_spec_text(text, str(path), overrides)
 
 
