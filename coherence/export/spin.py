@@ -1,0 +1,113 @@
+"""Compile and run a Promela model with Spin (Debian's ``spin``) and gcc: safety checking only.
+
+``spin -a`` writes the verifier, gcc builds it with ``-DSAFETY`` (assertions and invalid end
+states; no cycle detection) and a state vector large enough for the model, and ``./pan`` runs
+it with a depth limit. Its summary lines are parsed, never evaluated. pan stops at its first
+error, so for a failing model only the verdict compares; the failure's kind and message are
+read back by replaying the trail (``spin -t``), which prints the model's ``printf``s.
+A search cut short by the depth limit is "incomplete", never a pass.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import attrs
+
+_STORED = re.compile(r"(\d+) states, stored")
+_MATCHED = re.compile(r"(\d+) states, matched")
+_VECTOR = re.compile(r"State-vector (\d+) byte, depth reached (\d+), errors: (\d+)")
+_FAILURE = re.compile(r"coherence-failure: (.*)")
+
+
+@attrs.frozen
+class SpinResult:
+    verdict: str  # "holds" | "fails" | "incomplete"
+    states: int   # Spin's stored states
+    transitions: int
+    depth: int
+    seconds: float          # the verifier's run, wall clock
+    compile_seconds: float  # spin -a + gcc
+    failure: str | None     # "assertion violated ..." / "invalid end state" and our message
+    output: str
+
+
+class SpinUnavailable(RuntimeError):
+    """spin or gcc is not installed."""
+
+
+def spin_available() -> bool:
+    return shutil.which("spin") is not None and shutil.which("gcc") is not None
+
+
+def run_spin(promela: str, max_depth: int = 2_000_000, optimize: bool = False,
+             memory_mb: int = 3072, timeout: float = 600.0) -> SpinResult:
+    """Check ``promela`` with Spin. ``optimize`` builds with -O2 (slower build, for timing)."""
+    if not spin_available():
+        raise SpinUnavailable("spin and gcc are needed (Debian: apt-get install spin gcc)")
+    with tempfile.TemporaryDirectory(prefix="coherence-spin-") as tmp:
+        d = Path(tmp)
+        (d / "model.pml").write_text(promela, encoding="utf-8")
+        vector = _vector_size(promela)
+        t0 = time.perf_counter()
+        _run(["spin", "-a", "model.pml"], d, timeout)
+        _run(["gcc", "-O2" if optimize else "-O0", "-w", "-DSAFETY", f"-DVECTORSZ={vector}",
+              f"-DMEMLIM={memory_mb}", "-o", "pan", "pan.c"], d, timeout)
+        t1 = time.perf_counter()
+        proc = subprocess.run(["./pan", f"-m{max_depth}", "-w22"], cwd=d, capture_output=True,
+                              text=True, timeout=timeout, check=False)
+        t2 = time.perf_counter()
+        out = proc.stdout + proc.stderr
+        failure = None
+        m = _VECTOR.search(out)
+        if m is None or _STORED.search(out) is None:
+            raise RuntimeError(f"no summary in Spin's output:\n{out[-2000:]}")
+        errors = int(m.group(3))
+        if errors:
+            failure = _failure(out, d, timeout)
+    stored = int(_STORED.search(out).group(1))  # type: ignore[union-attr]
+    matched = _MATCHED.search(out)
+    transitions = stored + (int(matched.group(1)) if matched else 0)
+    if errors:
+        verdict = "fails"
+    elif "max search depth too small" in out or "out of memory" in out.lower():
+        verdict = "incomplete"
+    else:
+        verdict = "holds"
+    return SpinResult(verdict, stored, transitions, int(m.group(2)), t2 - t1, t1 - t0,
+                      failure, out)
+
+
+def _vector_size(promela: str) -> int:
+    """Bytes for -DVECTORSZ: the model's ints and flags, doubled for pan's own fields."""
+    ints = sum(int(n or 1) for n in re.findall(r"^int \w+(?:\[(\d+)\])?;", promela, re.M))
+    flags = re.search(r"^#define NINST (\d+)", promela, re.M)
+    return max(1024, 2 * (4 * ints + (int(flags.group(1)) if flags else 0) + 64))
+
+
+def _failure(out: str, d: Path, timeout: float) -> str:
+    """What pan reported, and the model's own message read back from the trail."""
+    kind = "error"
+    for line in out.splitlines():
+        if line.startswith("pan:1:") or line.startswith("pan: "):
+            kind = line.split(":", 2)[-1].strip()
+            break
+    if "invalid end state" in kind:
+        return "deadlock (invalid end state)"
+    proc = subprocess.run(["spin", "-t", "model.pml"], cwd=d, capture_output=True, text=True,
+                          timeout=timeout, check=False)
+    found = _FAILURE.findall(proc.stdout)
+    return found[-1].strip() if found else kind
+
+
+def _run(cmd: list[str], cwd: Path, timeout: float) -> None:
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{cmd[0]} failed ({proc.returncode}):\n"
+                           f"{(proc.stdout + proc.stderr)[-3000:]}")
