@@ -1,7 +1,9 @@
-"""``coherence export SPEC --to murphi``: the spec as a Murphi model for Rumur.
+"""``coherence export SPEC --to murphi|promela``: the spec as a Murphi model for Rumur, or a
+Promela model for Spin.
 
-``--cross-check`` also runs Rumur on it and our checker on the spec (both with the coherence
-monitor skipped, which the export leaves out) and prints both verdicts, counts and times.
+``--cross-check`` also runs Rumur or Spin on it and our checker on the spec (both with the
+coherence monitor skipped, which the exports leave out) and prints both verdicts, counts and
+times. Spin has no symmetry reduction: ours runs with symmetry off for it.
 """
 
 from __future__ import annotations
@@ -13,39 +15,54 @@ from typing import Any
 
 from coherence.cli import add_spec_args, emit_json
 
-HELP = "write the spec as a Murphi model (for Rumur); --cross-check runs Rumur on it"
+HELP = ("write the spec as a Murphi model (for Rumur) or a Promela model (for Spin); "
+        "--cross-check runs the other checker on it")
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
     add_spec_args(p)
-    p.add_argument("--to", choices=["murphi"], default="murphi", help="target language")
+    p.add_argument("--to", choices=["murphi", "promela"], default="murphi",
+                   help="target language")
     p.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
     p.add_argument("--skip", action="append", default=[], metavar="NAME",
                    help="leave this invariant out (repeatable)")
-    p.add_argument("--cross-check", choices=["off", "heuristic", "exhaustive"],
-                   metavar="SYMMETRY", help="run Rumur (symmetry off|heuristic|exhaustive) "
-                   "and our checker (symmetry off, or exact) and compare")
+    p.add_argument("--cross-check", choices=["off", "heuristic", "exhaustive"], nargs="?",
+                   const="off", metavar="SYMMETRY",
+                   help="run Rumur (symmetry off|heuristic|exhaustive; default off) or Spin "
+                   "(off only) and our checker (symmetry off, or exact) and compare")
 
 
 def run(args: argparse.Namespace) -> int:
     from coherence.commands.common import load_model
-    from coherence.export.murphi import to_murphi
     from coherence.spec.select import drop_properties
 
+    if args.to == "promela" and args.cross_check not in (None, "off"):
+        print("coherence export: error: Spin has no symmetry reduction: use --cross-check "
+              "(or --cross-check off) with --to promela", file=sys.stderr)
+        return 2
     model = load_model(args)
     monitors = [p.name for p in model.properties if p.kind == "coherence"]
     model = drop_properties(model, [*args.skip, *[m for m in monitors if m not in args.skip]])
-    text = to_murphi(model)
+    if args.to == "promela":
+        from coherence.export.promela import to_promela
+        text = to_promela(model)
+    else:
+        from coherence.export.murphi import to_murphi
+        text = to_murphi(model)
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
     elif not args.cross_check:
         sys.stdout.write(text)
     doc: dict[str, Any] = {"spec": args.spec, "to": args.to, "output": args.output,
                            "skipped_monitors": monitors, "exit_code": 0}
-    if args.cross_check:
+    if args.cross_check and args.to == "promela":
+        doc.update(_cross_check_spin(model, text))
+    elif args.cross_check:
         doc.update(_cross_check(model, text, args.cross_check))
     if args.json:
         emit_json(doc)
+    elif args.cross_check and args.to == "promela":
+        _print_spin(args.spec, doc)
     elif args.cross_check:
         ours, theirs = doc["ours"], doc["rumur"]
         print(f"{args.spec} ({' '.join(f'{k}={v}' for k, v in doc['params'].items())}), "
@@ -78,3 +95,55 @@ def _cross_check(model: Any, text: str, symmetry: str) -> dict[str, Any]:
         "counts_agree": ours.states == theirs.states if ours.verdict == "holds" else None,
         "exit_code": 0 if agree else 1,
     }
+
+
+def _cross_check_spin(model: Any, text: str) -> dict[str, Any]:
+    import re
+
+    from coherence.checker import CheckOptions, check
+    from coherence.export.spin import run_spin
+
+    ours = check(model, CheckOptions(symmetry=False))
+    theirs = run_spin(text, optimize=True)
+    agree = ours.verdict == theirs.verdict
+    ready = re.search(r"^#define READY (\d+)", text, re.M)
+    steps = int(ready.group(1)) + 1 if ready else 2
+    return {
+        "params": {p.name: p.value for p in model.params},
+        "ours": {"verdict": ours.verdict, "states": ours.states, "seconds": ours.seconds,
+                 "symmetry": ours.symmetry,
+                 "failure": _first_failure(ours)},
+        "spin": {"verdict": theirs.verdict, "states": theirs.states,
+                 "transitions": theirs.transitions, "depth": theirs.depth,
+                 "seconds": theirs.seconds, "compile_seconds": theirs.compile_seconds,
+                 "failure": theirs.failure, "spin_states_per_state": steps},
+        "verdicts_agree": agree,
+        # Each of our states is `steps` Spin states (raw, partly ready, ready), plus the
+        # state before initialisation; pan stops at its first error.
+        "counts_agree": (theirs.states == steps * ours.states + 1
+                         if ours.verdict == "holds" and theirs.verdict == "holds" else None),
+        "exit_code": 0 if agree else 1,
+    }
+
+
+def _first_failure(result: Any) -> str | None:
+    if not result.failures:
+        return None
+    f = min(result.failures, key=lambda f: f.length)
+    return f"{f.kind}: {f.message}"
+
+
+def _print_spin(spec: str, doc: dict[str, Any]) -> None:
+    ours, theirs = doc["ours"], doc["spin"]
+    print(f"{spec} ({' '.join(f'{k}={v}' for k, v in doc['params'].items())}), "
+          f"coherence monitor skipped")
+    print(f"  ours : {ours['verdict']:6} {ours['states']:>9,} states  "
+          f"{ours['seconds']:.2f} s  (symmetry off)"
+          + (f"  {ours['failure']}" if ours["failure"] else ""))
+    print(f"  spin : {theirs['verdict']:6} {theirs['states']:>9,} states  "
+          f"{theirs['seconds']:.2f} s  (stored; {theirs['spin_states_per_state']} per state "
+          f"of ours; build {theirs['compile_seconds']:.1f} s)"
+          + (f"  {theirs['failure']}" if theirs["failure"] else ""))
+    counts = doc["counts_agree"]
+    print(f"  verdicts {'agree' if doc['verdicts_agree'] else 'DISAGREE'}"
+          + ("" if counts is None else f"; counts {'agree' if counts else 'DISAGREE'}"))

@@ -952,8 +952,7 @@ class PromelaExporter:
         # into chunks, each its own d_step (one more stored state per chunk).
         chunks: list[list[str]] = [[*invariants, *problems]]
         cost = 0
-        for k, inst in enumerate(insts):
-            code = tries[k]
+        for code in tries:
             c = sum(x.count("::") + x.count(";") for x in code)
             if cost + c > _CHUNK_JUMPS and chunks[-1]:
                 chunks.append([])

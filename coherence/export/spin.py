@@ -22,7 +22,8 @@ import attrs
 _STORED = re.compile(r"(\d+) states, stored")
 _MATCHED = re.compile(r"(\d+) states, matched")
 _VECTOR = re.compile(r"State-vector (\d+) byte, depth reached (\d+), errors: (\d+)")
-_FAILURE = re.compile(r"coherence-failure: (.*)")
+_FAILURE = re.compile(r"/\* coherence-failure: (.*?) \*/")
+_AT_LINE = re.compile(r"model\.pml:(\d+), Error: assertion violated")
 
 
 @attrs.frozen
@@ -101,8 +102,14 @@ def _failure(out: str, d: Path, timeout: float) -> str:
         return "deadlock (invalid end state)"
     proc = subprocess.run(["spin", "-t", "model.pml"], cwd=d, capture_output=True, text=True,
                           timeout=timeout, check=False)
-    found = _FAILURE.findall(proc.stdout)
-    return found[-1].strip() if found else kind
+    m = _AT_LINE.search(proc.stdout + proc.stderr)
+    if m is not None:
+        lines = (d / "model.pml").read_text(encoding="utf-8").splitlines()
+        line = lines[int(m.group(1)) - 1] if int(m.group(1)) <= len(lines) else ""
+        tag = _FAILURE.search(line)
+        if tag is not None:
+            return tag.group(1).strip()
+    return kind
 
 
 def _run(cmd: list[str], cwd: Path, timeout: float) -> None:

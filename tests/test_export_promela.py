@@ -1,0 +1,199 @@
+"""Promela export cross-checked by Spin: same verdict, and an exact state-count relation.
+
+Every spec and mutant is exported with the coherence monitor skipped (the export leaves it
+out, docs/spin.md) and checked by Spin (safety: assertions and invalid end states). Each of our
+states is READY + 1 stored Spin states (raw, partly ready, ready), plus the state before
+initialisation, so a spec that holds must give exactly ``(READY + 1) * ours + 1`` with our
+symmetry off. Needs spin and gcc; skipped when they are missing. Default tier: the snooping
+protocols and German at 2 agents, one mutant of each, and small specs for each failure kind;
+slow tier (`python -m pytest -m slow tests/test_export_promela.py`): every spec at 2 and 3
+agents and every mutant at 2 agents.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from coherence import load_spec
+from coherence.checker import CheckOptions, check
+from coherence.cli import main
+from coherence.export.promela import ExportError, to_promela
+from coherence.export.spin import run_spin
+from coherence.spec.select import drop_properties
+
+pytestmark = pytest.mark.skipif(shutil.which("spin") is None or shutil.which("gcc") is None,
+                                reason="spin and gcc are needed")
+
+SPECS = sorted(Path("specs").glob("*.coh"))
+MUTANTS = sorted(Path("specs/mutants").glob("*.coh"))
+FAST_SPECS = {"msi_snooping", "mesi_snooping", "german"}
+FAST_MUTANTS = {"msi_snoop_no_inval_on_upgrade", "mesi_snoop_shared_wire_ignored",
+                "german_gnte_while_shared"}
+
+
+def _model(path: Path, agents: int):
+    model = load_spec(path, {"agents": agents})
+    return drop_properties(model, [p.name for p in model.properties if p.kind == "coherence"])
+
+
+def _compare(model) -> tuple:
+    text = to_promela(model)
+    ours = check(model, CheckOptions(symmetry=False, stop_at_first=True))
+    theirs = run_spin(text)
+    assert theirs.verdict == ours.verdict, theirs.output[-3000:]
+    if ours.verdict == "holds":
+        steps = int(re.search(r"^#define READY (\d+)", text, re.M).group(1)) + 1
+        assert theirs.states == steps * ours.states + 1
+    return ours, theirs
+
+
+def _cases(paths: list[Path], agents: tuple[int, ...], fast: set[str]) -> list:
+    out = []
+    for p in paths:
+        for n in agents:
+            slow = p.stem not in fast or n > 2
+            out.append(pytest.param(p, n, id=f"{p.stem}-{n}",
+                                    marks=[pytest.mark.slow] if slow else []))
+    return out
+
+
+@pytest.mark.parametrize(("path", "agents"), _cases(SPECS, (2, 3), FAST_SPECS))
+def test_spec_agrees_with_spin(path: Path, agents: int) -> None:
+    _compare(_model(path, agents))
+
+
+@pytest.mark.parametrize(("path", "agents"), _cases(MUTANTS, (2,), FAST_MUTANTS))
+def test_mutant_caught_by_spin(path: Path, agents: int) -> None:
+    ours, theirs = _compare(_model(path, agents))
+    assert ours.verdict == theirs.verdict == "fails"
+
+
+# ---------------------------------------------------------------- each failure kind
+
+_HEAD = """
+param agents = 2;
+network net: fifo, capacity = 1;
+message Req;
+message Ack(v: value);
+event Go;
+"""
+
+_FAILING = {
+    # the home answers nothing, and the requester waits in a transient state: deadlock
+    "deadlock": """
+home machine H { state R; init R; on Req { } }
+cache machine C {
+  stable state I; transient state W; init I;
+  on Go in I { send Req to home; goto W; }
+  on Ack in W { goto I; }
+}
+""",
+    # the Ack carries an undefined value that the cache then compares
+    "undefined read": """
+home machine H { state R; init R; var x: value = undefined; on Req { send Ack(x) to msg.src; } }
+cache machine C {
+  stable state I; transient state W; init I;
+  on Go in I { send Req to home; goto W; }
+  on Ack in W { if msg.v == 0 { goto I; } else { goto I; } }
+}
+""",
+    # the home has no transition for Req in state B
+    "no transition": """
+home machine H { state R, B; init R; on Req in R { goto B; } }
+cache machine C {
+  state I; init I;
+  on Go in I { send Req to home; }
+  on Ack { }
+}
+""",
+    # a counter overflows its range
+    "overflow": """
+home machine H { state R; init R; var n: int[0..1] = 0; on Req { n := n + 1; } }
+cache machine C {
+  state I; init I;
+  on Go in I { send Req to home; }
+  on Ack { }
+}
+""",
+    "invariant": """
+home machine H { state R; init R; var n: int[0..3] = 0; on Req { n := n + 1; } }
+cache machine C {
+  state I; init I;
+  on Go in I { send Req to home; }
+  on Ack { }
+}
+invariant small: H.n <= 1;
+""",
+}
+
+_HOLDS = """
+home machine H { state R; init R; var n: int[0..3] = 0;
+  on Req { if n < 3 { n := n + 1; } send Ack(0) to msg.src; } }
+cache machine C {
+  stable state I; transient state W; init I;
+  on Go in I { send Req to home; goto W; }
+  on Ack in W { goto I; }
+}
+invariant bounded: H.n <= 3;
+"""
+
+
+@pytest.mark.parametrize("kind", sorted(_FAILING))
+def test_each_failure_kind_agrees(tmp_path: Path, kind: str) -> None:
+    spec = tmp_path / "m.coh"
+    spec.write_text(_HEAD + _FAILING[kind], encoding="utf-8")
+    ours, theirs = _compare(load_spec(spec, {}))
+    assert ours.verdict == "fails"
+    expected = {"deadlock": "deadlock", "undefined read": "undefined", "no transition":
+                "no-transition", "overflow": "out of range", "invariant": "invariant"}[kind]
+    assert theirs.failure is not None and expected in theirs.failure
+    assert expected in f"{ours.failures[0].kind}: {ours.failures[0].message}"
+
+
+def test_blocking_send_is_not_a_step(tmp_path: Path) -> None:
+    """A full queue disables the sender (back-pressure), it does not fail or fire half."""
+    spec = tmp_path / "m.coh"
+    spec.write_text(_HEAD + _HOLDS, encoding="utf-8")
+    ours, theirs = _compare(load_spec(spec, {}))
+    assert ours.verdict == theirs.verdict == "holds"
+
+
+def test_unsupported_construct_is_a_located_error(tmp_path: Path) -> None:
+    spec = tmp_path / "m.coh"
+    spec.write_text("param lines = 2;\n" + _HEAD + _HOLDS, encoding="utf-8")
+    with pytest.raises(ExportError, match="lines = 1") as err:
+        to_promela(load_spec(spec, {}))
+    assert "m.coh:1:" in str(err.value)
+    assert main(["export", str(spec), "--to", "promela"]) == 2
+
+
+def test_cli_cross_check_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["export", "specs/msi_snooping.coh", "--to", "promela", "--agents", "2",
+                 "--cross-check", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert doc["ours"]["verdict"] == doc["spin"]["verdict"] == "holds"
+    assert doc["verdicts_agree"] and doc["counts_agree"]
+    assert doc["spin"]["states"] == doc["spin"]["spin_states_per_state"] * doc["ours"][
+        "states"] + 1
+
+
+def test_cli_refuses_symmetry_for_spin(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["export", "specs/msi_snooping.coh", "--to", "promela",
+                 "--cross-check", "heuristic"]) == 2
+    assert "symmetry" in capsys.readouterr().err
+
+
+def test_export_writes_promela(tmp_path: Path) -> None:
+    out = tmp_path / "m.pml"
+    assert main(["export", "specs/german.coh", "--to", "promela", "-o", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert "active proctype main()" in text and "#define READY" in text
+    # called on a model that still has the monitor, the export says what it leaves out
+    assert "NOT exported: the coherence monitor (coherent)" in to_promela(
+        load_spec(Path("specs/german.coh"), {"agents": 2}))
