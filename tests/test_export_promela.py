@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from coherence import load_spec
+from coherence import ir, load_spec
 from coherence.checker import CheckOptions, check
 from coherence.cli import main
 from coherence.export.promela import ExportError, to_promela
@@ -161,6 +161,31 @@ def test_blocking_send_is_not_a_step(tmp_path: Path) -> None:
     spec.write_text(_HEAD + _HOLDS, encoding="utf-8")
     ours, theirs = _compare(load_spec(spec, {}))
     assert ours.verdict == theirs.verdict == "holds"
+
+
+_MSG_INVARIANTS = [
+    # fifo network: what the grants in flight carry (true), and a false claim about them
+    ("german.coh", "invariant aux gnts_data: forall m: GntS :: m.data == AuxData;\n"
+     "invariant aux gnte_dst: forall m: GntE :: m.dst != home && m.src == home;", "holds"),
+    ("german.coh", "invariant bad: forall m: GntS :: m.data == 1;", "fails"),
+    ("german.coh", "invariant bad: !(exists m: InvAck :: m.src == m.src);", "fails"),
+    # unordered network (slow tier: the directory's Spin build takes 10-20 s)
+    pytest.param("msi_directory.coh", "invariant aux to_home: forall m: GetS :: m.dst == home;",
+                 "holds", marks=pytest.mark.slow),
+    pytest.param("msi_directory.coh", "invariant bad: !(exists m: GetS :: m.dst == home);",
+                 "fails", marks=pytest.mark.slow),
+]
+
+
+@pytest.mark.skipif(not hasattr(ir, "MsgQuant"), reason="no quantifiers over messages yet")
+@pytest.mark.parametrize(("spec", "extra", "verdict"), _MSG_INVARIANTS)
+def test_quantifier_over_messages_in_flight(tmp_path: Path, spec: str, extra: str,
+                                            verdict: str) -> None:
+    path = tmp_path / spec
+    path.write_text(Path("specs", spec).read_text(encoding="utf-8") + extra + "\n",
+                    encoding="utf-8")
+    ours, theirs = _compare(_model(path, 2))
+    assert ours.verdict == theirs.verdict == verdict
 
 
 def test_unsupported_construct_is_a_located_error(tmp_path: Path) -> None:
