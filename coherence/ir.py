@@ -313,8 +313,33 @@ class InFlight:
     span: Span = _span()
 
 
+@attrs.frozen
+class MsgQuant:
+    """``forall m: Msg :: body`` / ``exists``: over every message of type ``message`` now in
+    flight (on this line). Auxiliary invariants about messages need it: a proof for every
+    number of agents must say what the messages in the network carry."""
+
+    kind: str  # "forall" | "exists"
+    var: str
+    message: str
+    body: Expr
+    type: Type
+    span: Span = _span()
+
+
+@attrs.frozen
+class MsgVarAttr:
+    """``m.FIELD``, ``m.src`` or ``m.dst`` of a message bound by ``MsgQuant``."""
+
+    var: str
+    attr: str  # a field name, "src" or "dst"
+    message: str
+    type: Type
+    span: Span = _span()
+
+
 Expr = (Lit | Local | SelfId | GVar | MVar | MState | MsgField | MsgSrc | Index | Unary | Binary
-        | SetLit | Call | Quant | InFlight)
+        | SetLit | Call | Quant | InFlight | MsgQuant | MsgVarAttr)
 LValue = GVar | MVar | Index
 
 # ---------------------------------------------------------------- statements

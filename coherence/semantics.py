@@ -264,6 +264,16 @@ class Semantics:
             return quant
         if isinstance(e, ir.InFlight):
             return self._inflight(e)
+        if isinstance(e, ir.MsgQuant):
+            return self._msg_quant(e)
+        if isinstance(e, ir.MsgVarAttr):
+            name, attr = e.var, e.attr
+            if attr == "src":
+                return lambda env: env.locals[name][0]
+            if attr == "dst":
+                return lambda env: env.locals[name][1]
+            pos = self.field_pos[(self.msg_index[e.message], attr)]
+            return lambda env: env.locals[name][2][pos]
         raise TypeError(f"cannot compile {e!r}")  # pragma: no cover
 
     def agent_expr(self, e: ir.Expr, span: Span) -> Compiled:
@@ -335,6 +345,38 @@ class Semantics:
                     q[0] == t for q in queue) for k, queue in contents))
             return 0
         return inflight
+
+    def _msg_quant(self, e: ir.MsgQuant) -> Compiled:
+        """Binds the variable to (src, dst, fields) of each message of the type in flight."""
+        t = self.msg_index[e.message]
+        net = self.net_index[self.model.message(e.message).network]
+        ordering = self.model.networks[net].ordering
+        body = self.expr(e.body)
+        name, forall = e.var, e.kind == "forall"
+
+        def messages(env: _Env) -> Iterable[tuple[int, int, tuple]]:
+            contents = env.nets[net]
+            if ordering == "unordered":
+                return [(m[1], m[2], m[4]) for m in contents if m[0] == env.line and m[3] == t]
+            if ordering == "fifo":
+                return [(k[0], k[1], q[1]) for k, queue in contents if k[2] == env.line
+                        for q in queue if q[0] == t]
+            return []
+
+        def quant(env: _Env) -> int:
+            saved = env.locals.get(name, None)
+            try:
+                for m in messages(env):
+                    env.locals[name] = m
+                    if bool(body(env)) != forall:
+                        return int(not forall)
+                return int(forall)
+            finally:
+                if saved is None:
+                    env.locals.pop(name, None)
+                else:
+                    env.locals[name] = saved
+        return quant
 
     # ------------------------------------------------------------ statements
 

@@ -115,6 +115,11 @@ class Printer:
         if isinstance(e, ir.InFlight):
             dst = f", {self.expr(e.dst)}" if e.dst is not None else ""
             return f"inflight({e.message}{dst})"
+        if isinstance(e, ir.MsgQuant):
+            text = f"{e.kind} {e.var}: {e.message} :: {self.expr(e.body)}"
+            return f"({text})" if prec > 0 else text
+        if isinstance(e, ir.MsgVarAttr):
+            return f"{e.var}.{e.attr}"
         return "?"  # pragma: no cover - every IR expression is handled above
 
     def lit(self, e: ir.Lit) -> str:

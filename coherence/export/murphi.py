@@ -47,6 +47,9 @@ class _Ctx:
     me: str | None = None                    # Murphi expr of the running cache's agent id
     src: tuple[str, str | None] | None = None  # ("home", None) | ("agent", expr)
     fields: dict[str, str] = attrs.Factory(dict)
+    # messages bound by `forall m: Msg`: name -> (src node, dst node, field -> Murphi expr)
+    mvars: dict[str, tuple[tuple[str, str | None], tuple[str, str | None], dict[str, str]]] = (
+        attrs.Factory(dict))
 
 
 @attrs.define
@@ -199,6 +202,8 @@ class MurphiExporter:
         if isinstance(e, ir.MsgSrc):
             assert ctx.src is not None
             return ctx.src
+        if isinstance(e, ir.MsgVarAttr) and e.attr in ("src", "dst"):
+            return ctx.mvars[e.var][0 if e.attr == "src" else 1]
         if isinstance(e.type, ir.NodeT):
             raise ExportError("node-valued expressions other than msg.src and home are not "
                               "supported", e.span)
@@ -271,6 +276,12 @@ class MurphiExporter:
                     f"{self.expr(e.body, ctx)} end)")
         if isinstance(e, ir.InFlight):
             return self.inflight(e, ctx)
+        if isinstance(e, ir.MsgQuant):
+            return self.msg_quant(e, ctx)
+        if isinstance(e, ir.MsgVarAttr):
+            if e.attr in ("src", "dst"):
+                return self.agent(e, ctx)
+            return ctx.mvars[e.var][2][e.attr]
         raise ExportError(f"cannot export expression {type(e).__name__}", NO_SPAN)
 
     def binary(self, e: ir.Binary, ctx: _Ctx) -> str:
@@ -335,6 +346,49 @@ class MurphiExporter:
                 cond = f"(exists {b} do {cond} end)"
             parts.append(cond)
         return "(" + (" | ".join(parts) or "false") + ")"
+
+    def msg_quant(self, e: ir.MsgQuant, ctx: _Ctx) -> str:
+        """One quantifier per direction (agent->home, home->agent, agent->agent) over the
+        places a message can be: fifo positions, or the unordered network's counters."""
+        msg = self.m.message(e.message)
+        net = self.net(msg.network)
+        forall = e.kind == "forall"
+        if net.ordering == "bus":
+            return "true" if forall else "false"
+        qs, qd, qk = f"l__{e.var}_s", f"l__{e.var}_d", f"l__{e.var}_k"
+        parts = []
+        for d in self.dirs():
+            binders = []
+            if d in ("a2h", "a2a"):
+                binders.append(f"{qs}: AGENT")
+            if d in ("h2a", "a2a"):
+                binders.append(f"{qd}: AGENT")
+            src = ("agent", qs) if d in ("a2h", "a2a") else ("home", None)
+            dst = ("agent", qd) if d in ("h2a", "a2a") else ("home", None)
+            if net.ordering == "fifo":
+                q = self.queue(net, d, qs, qd, ctx.s)
+                binders.append(f"{qk}: 0..{net.capacity - 1}")
+                present = f"({qk} < {q}.count & {q}.q[{qk}].mtype = MT_{msg.name})"
+                fields = {f.name: f"{q}.q[{qk}].f_{msg.name}_{f.name}" for f in msg.fields}
+            else:
+                slots = []
+                fields = {}
+                for i, (t, f, _) in enumerate(self.slot_dims(msg)):
+                    binders.append(f"l__{e.var}_f{i}: {t}")
+                    slots.append(f"l__{e.var}_f{i}")
+                    fields[f.name] = f"l__{e.var}_f{i}"
+                present = f"({self.counter(msg, d, qs, qd, slots, ctx.s)} > 0)"
+            ctx.mvars[e.var] = (src, dst, fields)
+            try:
+                body = self.expr(e.body, ctx)
+            finally:
+                del ctx.mvars[e.var]
+            cond = f"({present} -> {body})" if forall else f"({present} & {body})"
+            for b in reversed(binders):
+                cond = f"({'forall' if forall else 'exists'} {b} do {cond} end)"
+            parts.append(cond)
+        joiner = " & " if forall else " | "
+        return "(" + (joiner.join(parts) or ("true" if forall else "false")) + ")"
 
     # ------------------------------------------------------------ statements
 

@@ -35,6 +35,7 @@ from coherence.errors import NO_SPAN, Span, SpecError
 
 UNDEF = "UNDEF"
 _CHUNK_JUMPS = 600  # options and statements per ready chunk (pan: 2048 jumps a d_step)
+_MAX_STEP = 1500    # the most one transition may have
 UNDEF_VALUE = -2147483647
 NONE = -1  # no pending goto
 
@@ -928,7 +929,12 @@ class PromelaExporter:
         insts = self.instances()
         self.fixed("blk")
         tries = [self.try_code(k, inst) for k, inst in enumerate(insts)]
-        fires = [x for k, inst in enumerate(insts) for x in self.fire_code(k, inst)]
+        fire_codes = [self.fire_code(k, inst) for k, inst in enumerate(insts)]
+        for k, inst in enumerate(insts):
+            if max(_cost(tries[k]), _cost(fire_codes[k])) > _MAX_STEP:
+                raise ExportError(f"{inst.label}: too large for one Spin d_step (pan allows "
+                                  "2048 jump targets in one)", inst.tr.span)
+        fires = [x for code in fire_codes for x in code]
         problems = self.problems()
         invariants = self.invariants()
         init = self.initial()
@@ -953,7 +959,7 @@ class PromelaExporter:
         chunks: list[list[str]] = [[*invariants, *problems]]
         cost = 0
         for code in tries:
-            c = sum(x.count("::") + x.count(";") for x in code)
+            c = _cost(code)
             if cost + c > _CHUNK_JUMPS and chunks[-1]:
                 chunks.append([])
                 cost = 0
@@ -980,6 +986,11 @@ class PromelaExporter:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def _cost(code: list[str]) -> int:
+    """A bound on the jump targets pan makes of Promela code: options and statements."""
+    return sum(x.count("::") + x.count(";") for x in code)
 
 
 def _cells(t: ir.Type) -> int:

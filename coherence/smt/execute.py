@@ -188,6 +188,15 @@ class Exec:
             return self.quant(e, c)
         if isinstance(e, ir.InFlight):
             return self.inflight(e, c)
+        if isinstance(e, ir.MsgQuant):
+            return self.msg_quant(e, c)
+        if isinstance(e, ir.MsgVarAttr):
+            src, dst, fields = self.locals[e.var]
+            if e.attr == "src":
+                return src
+            if e.attr == "dst":
+                return dst
+            return fields[self.enc.field_pos[(self.enc.msg_index[e.message], e.attr)]]
         raise Unsupported(f"the Z3 back end cannot encode {type(e).__name__}",
                           getattr(e, "span", Span("<spec>", 0, 0)))
 
@@ -277,6 +286,40 @@ class Exec:
                                                  for k, ty in enumerate(q.types)])]))
             return b2i(any_of(out))
         return num(0)
+
+    def messages(self, message: str) -> list[tuple[Any, tuple[Any, Any, list[Any]]]]:
+        """(present, (src, dst, fields)) for every place a message of this type can be."""
+        t = self.enc.msg_index[message]
+        net_i = self.enc.net_index[self.enc.model.message(message).network]
+        contents = self.nets[net_i]
+        net = self.enc.model.networks[net_i]
+        out = []
+        if net.ordering == "unordered":
+            for s in contents:
+                out.append((all_of([s.valid, s.line == self.line, s.type == t]),
+                            (s.src, s.dst, s.fields)))
+        elif net.ordering == "fifo":
+            for (src, dst, ln), q in contents.items():
+                if ln != self.line:
+                    continue
+                for k, ty in enumerate(q.types):
+                    out.append((all_of([q.count > k, ty == t]),
+                                (num(src), num(dst), q.fields[k])))
+        return out
+
+    def msg_quant(self, e: ir.MsgQuant, c: Any) -> Any:
+        forall = e.kind == "forall"
+        saved = self.locals.get(e.var)
+        parts = []
+        for present, binding in self.messages(e.message):
+            self.locals[e.var] = binding
+            body = truth(self.expr(e.body, all_of([c, present])))
+            parts.append(z3.Implies(present, body) if forall else z3.And(present, body))
+        if saved is None:
+            self.locals.pop(e.var, None)
+        else:
+            self.locals[e.var] = saved
+        return b2i(all_of(parts) if forall else any_of(parts))
 
     # ------------------------------------------------------------ statements
 

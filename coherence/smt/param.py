@@ -246,14 +246,14 @@ class PExec(Exec):
         self.goto = num(-1)
         self.performs = []
         self.depth = 0
-        self.bound: list[Any] = []  # quantified variables we are inside of
+        self.bound: list[tuple[Any, Any]] = []  # quantified variables we are in, and domains
 
     def error(self, cond: Any, bad: Any) -> None:
         c = all_of([cond, bad])
         if z3.is_false(c):
             return
         if self.bound:  # an error for some value of the enclosing quantifiers
-            c = z3.Exists(list(self.bound), z3.And(*[is_agent(b) for b in self.bound], c))
+            c = z3.Exists([b for b, _ in self.bound], z3.And(*[d for _, d in self.bound], c))
         self.errs.append(c)
 
     def check(self, v: Any, cond: Any) -> Any:
@@ -345,7 +345,7 @@ class PExec(Exec):
         x = z3.FreshConst(NODE, e.var)
         saved = self.locals.get(e.var)
         self.locals[e.var] = x
-        self.bound.append(x)
+        self.bound.append((x, is_agent(x)))
         body = truth(self.expr(e.body, c))
         self.bound.pop()
         if saved is None:
@@ -367,6 +367,30 @@ class PExec(Exec):
         body = any_of([z3.And(count[src, dst] > k, ty[src, dst] == t)
                        for k, ty in enumerate(types)])
         return b2i(z3.Exists([src, dst], z3.And(here, body)))
+
+    def msg_quant(self, e: ir.MsgQuant, c: Any) -> Any:
+        t = self.enc.msg_index[e.message]
+        net_i = self.enc.net_index[self.enc.model.message(e.message).network]
+        count, types, fields = self.nets[net_i]
+        src = z3.FreshConst(NODE, f"{e.var}_src")
+        dst = z3.FreshConst(NODE, f"{e.var}_dst")
+        saved = self.locals.get(e.var)
+        forall = e.kind == "forall"
+        parts = []
+        self.bound += [(src, src != UNDEF_N), (dst, dst != UNDEF_N)]
+        for k, ty in enumerate(types):
+            present = z3.And(count[src, dst] > k, ty[src, dst] == t)
+            self.locals[e.var] = (src, dst, [f[src, dst] for f in fields[k]])
+            body = truth(self.expr(e.body, all_of([c, present])))
+            parts.append(z3.Implies(present, body) if forall else z3.And(present, body))
+        del self.bound[-2:]
+        if saved is None:
+            self.locals.pop(e.var, None)
+        else:
+            self.locals[e.var] = saved
+        if forall:
+            return b2i(z3.ForAll([src, dst], all_of(parts)))
+        return b2i(z3.Exists([src, dst], any_of(parts)))
 
     def stmt(self, s: ir.Stmt) -> None:
         if isinstance(s, (ir.For, ir.Broadcast)):
@@ -403,10 +427,11 @@ class PExec(Exec):
             types[k] = z3.If(here, z3.Store(types[k], src, dst, num(t)), types[k])
             nfields[k] = [z3.If(here, z3.Store(f, src, dst, v), f)
                           for f, v in zip(nfields[k], fields, strict=True)]
-        # capacity is not modelled: a full queue grows (sound for safety, see the docstring)
+        # a send to a full queue blocks the whole transition, as in the semantics: the
+        # capacity is per (src, dst), so it is exact for every number of agents
         cap = len(types)
-        self.nets[net_i] = (z3.If(pc, z3.Store(count, src, dst, z3.If(c < cap, c + 1, c)),
-                                  count), types, nfields)
+        self.blocks.append(z3.And(pc, c >= cap))
+        self.nets[net_i] = (z3.If(pc, z3.Store(count, src, dst, c + 1), count), types, nfields)
 
     def apply_goto(self, agent: Any) -> None:
         g = self.goto
@@ -430,6 +455,7 @@ class ParamResult:
     notes: list[str]
     reason: str | None
     seconds: float
+    cti_details: list[Any] = attrs.Factory(list)  # induction.Cti, concrete and replayed
 
     @property
     def exit_code(self) -> int:
@@ -545,65 +571,127 @@ def prove_all(model: ir.Model, timeout: float | None = None,
         raise
 
 
+@attrs.define
+class Query:
+    """One proof obligation: ``assertions`` must be unsatisfiable."""
+
+    goal: str  # the property (checker failure name) it proves
+    what: str  # "init", "action NAME" or "errors of NAME"
+    assertions: list[Any]
+    pre: PState
+    action: tuple[ir.Machine, ir.Transition] | None = None
+    consts: list[Any] = attrs.Factory(list)  # the action's agent, parameters, message source
+
+
+def obligations(model: ir.Model) -> tuple[ParamEncoder, PState, list[Query]]:
+    """Every query of the inductive check, small ones (Ivy-style): init ⇒ P for each property;
+    Inv ∧ one action ⇒ P' for each (action, property). "No action errs" is one of the
+    properties: it is assumed of the pre-state, and proved of the post-state action by action."""
+    enc = ParamEncoder(model)
+    cur = enc.fresh("s")
+    acts = _actions(enc)
+    props = _properties(enc, cur, [])
+    props.pop("error:error")
+    errs = []  # (action index, its error condition in ``cur``)
+    for i, (machine, tr) in enumerate(acts):
+        _ok, err, _succ, _consts = _step(enc, cur, machine, tr, f"e{i}")
+        if not z3.is_false(err):
+            errs.append((i, err))
+    no_error = z3.Not(any_of([e for _, e in errs]))
+    inv = [*props.values(), no_error]
+    base = [HOME != UNDEF_N, enc.domain(cur)]
+    init = [HOME != UNDEF_N, enc.init_formula(cur), enc.domain(cur)]
+    out = [Query(name, "init", [*init, z3.Not(p)], cur) for name, p in props.items()]
+    out += [Query("error:error", "init", [*init, err], cur) for _, err in errs]
+    for i, (machine, tr) in enumerate(acts):
+        ok, _err, succ, consts = _step(enc, cur, machine, tr, f"a{i}")
+        label = f"{machine.name}.{_label(tr)}"
+        post = _properties(enc, succ, [])
+        post.pop("error:error")
+        for name, p in post.items():
+            out.append(Query(name, f"action {label}", [*base, *inv, ok, z3.Not(p)], cur,
+                             (machine, tr), consts))
+        for j, _ in errs:
+            m2, tr2 = acts[j]
+            _ok2, err2, _s2, _c2 = _step(enc, succ, m2, tr2, f"a{i}b{j}")
+            out.append(Query("error:error", f"action {label} (then {m2.name}."
+                             f"{_label(tr2)} errs)", [*base, *inv, ok, err2], cur,
+                             (machine, tr), consts))
+    return enc, cur, out
+
+
+def _label(tr: ir.Transition) -> str:
+    where = f" in {','.join(tr.states)}" if tr.states else ""
+    return f"{tr.kind} {tr.name}{where}"
+
+
+QUICK_SECONDS = 5.0  # per obligation, before looking for a small counterexample
+CTI_SECONDS = 20.0  # for that search (param_cti)
+QUERY_SECONDS = 60.0  # per obligation in all, when no small counterexample exists
+
+
 def _prove(model: ir.Model, timeout: float | None, start: float,
            notes: list[str]) -> ParamResult:
-    enc = ParamEncoder(model)
-    cur, nxt = enc.fresh("s"), enc.fresh("t")
-    acts = _actions(enc)
-    steps = []
-    choices = []
-    for i, (machine, tr) in enumerate(acts):
-        ok, err, succ, consts = _step(enc, cur, machine, tr, f"a{i}")
-        steps.append((err, consts))
-        eq = all_of([x == y for x, y in zip(nxt.leaves(), succ.leaves(), strict=True)])
-        choices.append(all_of([ok, eq]))
-    trans = any_of(choices)
-    pre_props = _properties(enc, cur, steps)
-    # the successor's "no error" needs the successor's own actions
-    nsteps = []
-    for i, (machine, tr) in enumerate(acts):
-        _ok, err, _succ, consts = _step(enc, nxt, machine, tr, f"b{i}")
-        nsteps.append((err, consts))
-    post_props = _properties(enc, nxt, nsteps)
-    init_props = pre_props
-    proved, ctis = [], []
-    unknown: str | None = None
-    for name in pre_props:
-        for phase in ("init", "step"):
-            solver = z3.Solver()
-            if timeout is not None:
-                left = timeout - (time.perf_counter() - start)
-                if left <= 0:
-                    unknown = f"--timeout {timeout:g} s reached"
-                    break
-                solver.set("timeout", max(1, int(left * 1000)))
-            solver.add(HOME != UNDEF_N)
-            if phase == "init":
-                solver.add(enc.init_formula(cur), enc.domain(cur), z3.Not(init_props[name]))
-            else:
-                solver.add(enc.domain(cur), *pre_props.values(), trans,
-                           z3.Not(post_props[name]))
-            answer = solver.check()
-            if answer == z3.unknown:
-                unknown = f"Z3 answered unknown on {name} ({solver.reason_unknown()})"
-                break
-            if answer == z3.sat:
-                ctis.append(f"{name} is not {'implied by the initial state' if phase == 'init' else 'preserved by every step'} (for some number of agents)")  # noqa: E501
-                break
+    from coherence.smt.param_cti import find_cti
+    _enc, _cur, queries = obligations(model)
+    status: dict[str, str] = {}  # goal -> proved | cti | unknown
+    ctis: list[str] = []
+    details: list[Any] = []
+    unknown: list[str] = []
+
+    def left(cap: float) -> float:
+        if timeout is None:
+            return cap
+        return min(cap, timeout - (time.perf_counter() - start))
+
+    for q in queries:
+        if status.setdefault(q.goal, "proved") != "proved":
+            continue  # one counterexample per property is enough
+        budget = left(QUERY_SECONDS)
+        if budget <= 0:
+            unknown.append(f"--timeout {timeout:g} s reached")
+            status[q.goal] = "unknown"
+            continue
+        # a quick try for the proof, then a small counterexample, then the long try
+        solver = z3.Solver()
+        solver.add(*q.assertions)
+        solver.set("timeout", max(1, int(min(budget, QUICK_SECONDS) * 1000)))
+        answer = solver.check()
+        if answer == z3.unsat:
+            continue
+        cti = None
+        if q.what != "init" and answer != z3.sat:
+            cti = find_cti(model, q, max(0.1, left(CTI_SECONDS)))
+            if cti is None and left(QUERY_SECONDS) > QUICK_SECONDS:
+                solver.set("timeout", max(1, int(left(QUERY_SECONDS) * 1000)))
+                answer = solver.check()
+                if answer == z3.unsat:
+                    continue
+        where = ("the initial state" if q.what == "init"
+                 else f"{q.what} (for some number of agents)")
+        if answer == z3.sat or cti is not None:
+            status[q.goal] = "cti"
+            verb = "implied by" if q.what == "init" else "preserved by"
+            ctis.append(f"{q.goal} is not {verb} {where}")
+            if cti is not None:
+                details.append(cti)
         else:
-            proved.append(name)
-        if unknown:
-            break
+            status[q.goal] = "unknown"
+            unknown.append(f"Z3 answered unknown on {q.goal}, {q.what} "
+                           f"({solver.reason_unknown()})")
+    done = [name for name, st in status.items() if st == "proved"]
     seconds = time.perf_counter() - start
-    if unknown is None and not ctis:
-        return ParamResult("holds", proved, [], [], None, notes, None, seconds)
-    refuted = _refute(model, 10, _budget(timeout), start)
+    if not unknown and not ctis:
+        return ParamResult("holds", done, [], [], None, notes, None, seconds)
+    refuted = _refute(model, 10, _budget(timeout), time.perf_counter())
     if refuted is not None:
-        refuted.proved, refuted.ctis, refuted.notes = proved, ctis, notes
+        refuted.proved, refuted.ctis, refuted.notes = done, ctis, notes
+        refuted.cti_details = details
         return refuted
-    reason = unknown or "not inductive for every N: add `invariant aux` lines (see above)"
-    return ParamResult("unknown", proved, ctis, [], None, notes, reason,
-                       time.perf_counter() - start)
+    reason = unknown[0] if unknown else ("not inductive for every N: add `invariant aux` "
+                                         "lines (see above)")
+    return ParamResult("unknown", done, ctis, [], None, notes, reason,
+                       time.perf_counter() - start, details)
 
 
 REFUTE_SECONDS = 20.0  # default budget for looking for a concrete counterexample

@@ -121,6 +121,18 @@ def print_param(model: Model, result: Any) -> None:
     for c in result.ctis:
         out.print()
         out.print(f"[bold yellow]not inductive[/]: {c}", markup=True)
+    for cti in result.cti_details:
+        out.print()
+        out.print(f"[bold yellow]counterexample to induction[/]: {cti.summary}")
+        out.print("a state that satisfies every invariant but is not necessarily reachable:",
+                  markup=False)
+        for line in cti.pre:
+            out.print(f"       {line}", markup=False)
+        out.print("the step that breaks it (replayed by the reference semantics):",
+                  markup=False)
+        out.print(cti.step.render(), markup=False)
+    if result.cti_details:
+        out.print("add an `invariant aux NAME: ...;` that rules such a state out", markup=False)
     out.print()
     colour = {"holds": "green", "fails": "red", "unknown": "yellow"}[result.verdict]
     text = {"holds": "PROVED for every number of agents",
@@ -133,6 +145,9 @@ def param_json(model: Model, result: Any) -> dict[str, Any]:
     return {**_head(model, "agents-any"), "verdict": result.verdict,
             "exit_code": result.exit_code, "reason": result.reason,
             "proved": result.proved, "instance_agents": result.instance,
-            "counterexamples_to_induction": result.ctis, "notes": result.notes,
+            "counterexamples_to_induction": result.ctis,
+            "cti_states": [{"summary": c.summary, "groups": c.groups, "pre_state": c.pre,
+                            "step": c.step.to_json()} for c in result.cti_details],
+            "notes": result.notes,
             "seconds": round(result.seconds, 4), "failures": failures_json(result.failures),
             "generated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}

@@ -36,6 +36,13 @@ class _Ctx:
     in_invariant: bool = False
 
 
+@attrs.frozen
+class _MsgBinding:
+    """What a name bound by ``forall m: Msg`` stands for while lowering."""
+
+    message: str
+
+
 class _MachineRef:
     """``Cache[a]`` or ``Home`` while lowering ``.var`` / ``.state`` after it."""
 
@@ -856,20 +863,34 @@ class _Lowerer:
             quant, *rest = node.children
             binders, body_node = rest[:-1], rest[-1]
             with self.scope(ctx):
-                bound: list[tuple[str, ir.Type]] = []
+                bound: list[tuple[str, ir.Type | _MsgBinding]] = []
                 for b in binders:
                     name, type_node = b.children
-                    t = self.type_(type_node)
-                    if not _enumerable(t):
-                        raise self.error(f"cannot quantify over {t}", type_node)
-                    self.bind(ctx, name, t)
+                    t = self.binder_type(type_node, ctx)
+                    self.bind(ctx, name, t)  # type: ignore[arg-type]
                     bound.append((str(name), t))
                 body = self.expr(body_node, ctx)
                 self.expect_bool(body, body_node)
             for name, t in reversed(bound):
-                body = ir.Quant(str(quant), name, t, body, ir.BoolT(), sp)
+                if isinstance(t, _MsgBinding):
+                    body = ir.MsgQuant(str(quant), name, t.message, body, ir.BoolT(), sp)
+                else:
+                    body = ir.Quant(str(quant), name, t, body, ir.BoolT(), sp)
             return body
         raise self.error(f"unsupported expression {kind}", node)  # pragma: no cover
+
+    def binder_type(self, type_node: Tree, ctx: _Ctx) -> ir.Type | _MsgBinding:
+        """A quantifier ranges over a finite type, or over the messages of one type in flight
+        (``forall m: Inv :: ...``, invariants only)."""
+        if type_node.data == "named_type" and str(type_node.children[0]) in self.messages:
+            if not ctx.in_invariant:
+                raise self.error("quantifiers over messages in flight are only allowed in "
+                                 "invariants", type_node)
+            return _MsgBinding(str(type_node.children[0]))
+        t = self.type_(type_node)
+        if not _enumerable(t):
+            raise self.error(f"cannot quantify over {t}", type_node)
+        return t
 
     def pair(self, a_node: Tree, b_node: Tree, ctx: _Ctx) -> tuple[ir.Expr, ir.Expr]:
         """Lower both sides of ``==``; a bare state name takes the other side's machine."""
@@ -892,6 +913,9 @@ class _Lowerer:
         name = str(tok)
         sp = self.span(tok)
         local = self.lookup_local(ctx, name)
+        if isinstance(local, _MsgBinding):
+            raise self.error(f"'{name}' is a message in flight: read {name}.FIELD, {name}.src "
+                             f"or {name}.dst", tok)
         if local is not None:
             return ir.Local(name, local, sp)
         if name in ("true", "false"):
@@ -961,6 +985,10 @@ class _Lowerer:
             names = ", ".join(["src", *(f.name for f in ctx.message.fields)])
             raise self.error(f"message {ctx.message.name} has no field '{field}' (it has: "
                              f"{names})", field)
+        if base_node.data == "name":
+            bound = self.lookup_local(ctx, str(base_node.children[0]))
+            if isinstance(bound, _MsgBinding):
+                return self.msg_var_attr(str(base_node.children[0]), bound.message, field, sp)
         base = self._expr(base_node, ctx)
         if isinstance(base, _MachineRef):
             m = base.machine
@@ -973,6 +1001,16 @@ class _Lowerer:
                 pass
             raise self.error(f"machine {m.name} has no variable '{field}'", field)
         raise self.error(f"a value of type {base.type} has no field '{field}'", field)
+
+    def msg_var_attr(self, var: str, message: str, field: Token, sp: Span) -> ir.Expr:
+        if str(field) in ("src", "dst"):
+            return ir.MsgVarAttr(var, str(field), message, ir.NodeT(self.agents), sp)
+        msg = self.messages[message]
+        for f in msg.fields:
+            if f.name == str(field):
+                return ir.MsgVarAttr(var, f.name, message, f.type, sp)
+        names = ", ".join(["src", "dst", *(f.name for f in msg.fields)])
+        raise self.error(f"message {message} has no field '{field}' (it has: {names})", field)
 
     def call(self, node: Tree, ctx: _Ctx) -> ir.Expr:
         func_node, args_node = node.children

@@ -1,0 +1,217 @@
+"""Counterexamples to induction for ``--agents any``, made concrete and replayed.
+
+NOTE(finite-cti): Z3's model-based quantifier instantiation rarely finishes on a satisfiable
+query over an unbounded sort, so a failed step query is asked again with the ``Node`` sort
+limited to at most K agents (K = 1..4). A model found there is a real counterexample to
+induction for every N >= its size (its agents are all there is). It is turned into the
+reference semantics' state for that many agents, the step is executed by ``semantics`` and the
+broken property is re-detected there; any mismatch is an encoder bug (``TraceReplayError``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from typing import Any
+
+import z3
+
+from coherence import ir
+from coherence.semantics import Action, State
+from coherence.smt.induction import Cti
+from coherence.smt.state import as_int
+from coherence.trace import TraceReplayError, describe
+
+MAX_AGENTS = 4
+
+
+def find_cti(model: ir.Model, query: Any, seconds: float) -> Cti | None:
+    """A replayed counterexample to induction of ``query`` with few agents, or None."""
+    from coherence.smt.param import HOME, NODE, UNDEF_N
+    deadline = time.perf_counter() + seconds
+    for k in range(1, MAX_AGENTS + 1):
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            return None
+        elems = [HOME, UNDEF_N, *(z3.Const(f"cti_agent{i}", NODE) for i in range(k))]
+        solver = z3.Solver()
+        solver.set("timeout", max(1, int(left * 1000)))
+        memo: dict[int, Any] = {}
+        solver.add(*(expand(a, elems, NODE, memo) for a in query.assertions))
+        solver.add(z3.Distinct(*elems))
+        for x in _free_nodes(query.assertions, NODE):
+            solver.add(z3.Or(*[x == e for e in elems]))
+        if solver.check() == z3.sat:
+            return _replay(model, query, solver.model(), HOME, UNDEF_N, elems[2:])
+    return None
+
+
+def expand(t: Any, elems: list[Any], sort: Any, memo: dict[int, Any]) -> Any:
+    """``t`` with every quantifier over ``sort`` unrolled over ``elems``: quantifier-free, so
+    Z3 decides it at once (the universe is exactly ``elems``)."""
+    key = t.get_id()
+    if key in memo:  # the term is kept alive beside its result: Z3 ids are reused otherwise
+        return memo[key][1]
+    if z3.is_quantifier(t) and not t.is_lambda():
+        sorts = [t.var_sort(i) for i in range(t.num_vars())]
+        if any(s != sort for s in sorts):
+            raise ValueError("a quantifier over another sort")
+        body = t.body()
+        cases = []
+        for values in itertools.product(elems, repeat=len(sorts)):
+            cases.append(expand(z3.substitute_vars(body, *reversed(values)), elems, sort, memo))
+        out = z3.And(*cases) if t.is_forall() else z3.Or(*cases)
+    elif z3.is_app(t) and t.num_args() > 0:
+        out = t.decl()(*[expand(c, elems, sort, memo) for c in t.children()])
+    else:
+        out = t
+    memo[key] = (t, out)
+    return out
+
+
+def _free_nodes(terms: list[Any], sort: Any) -> list[Any]:
+    seen: dict[int, Any] = {}
+    todo = list(terms)
+    out = {}
+    while todo:
+        t = todo.pop()
+        if t.get_id() in seen:
+            continue
+        seen[t.get_id()] = t
+        if z3.is_quantifier(t):
+            todo.append(t.body())
+        elif z3.is_const(t) and t.sort() == sort and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            out[t.get_id()] = t
+        elif z3.is_app(t):
+            todo.extend(t.children())
+    return list(out.values())
+
+
+class _Concrete:
+    """Z3's finite model read as the semantics' values for ``n`` agents."""
+
+    def __init__(self, m: z3.ModelRef, home: Any, undef: Any, agents: list[Any]) -> None:
+        self.m = m
+        self.home = m.eval(home, model_completion=True)
+        self.undef = m.eval(undef, model_completion=True)
+        self.agents = [m.eval(a, model_completion=True) for a in agents]
+        self.n = len(self.agents)
+
+    def node(self, t: Any) -> int:
+        from coherence.semantics import UNDEF
+        v = self.m.eval(t, model_completion=True)
+        if v.eq(self.home):
+            return self.n
+        if v.eq(self.undef):
+            return UNDEF
+        for i, e in enumerate(self.agents):
+            if v.eq(e):
+                return i
+        raise TraceReplayError("Z3's counterexample names a node outside its universe")
+
+    def scalar(self, t: Any) -> int:
+        return as_int(self.m.eval(t, model_completion=True))
+
+    def value(self, t: Any, typ: ir.Type) -> int:
+        if isinstance(typ, (ir.AgentT, ir.NodeT)):
+            return self.node(t)
+        if isinstance(typ, ir.SetT):
+            return sum(1 << i for i, e in enumerate(self.agents)
+                       if z3.is_true(self.m.eval(t[e], model_completion=True)))
+        return self.scalar(t)
+
+
+def _replay(model: ir.Model, query: Any, m: z3.ModelRef, home: Any, undef: Any,
+            agents: list[Any]) -> Cti | None:
+    from coherence.smt.extract import describe_state
+    from coherence.spec.load import load_spec
+    from coherence.spec.select import drop_properties
+    c = _Concrete(m, home, undef, agents)
+    if c.n == 0:
+        return None
+    try:
+        inst = load_spec(model.file, {"agents": c.n})
+    except Exception:  # the spec's parameters may not allow this many agents
+        return None
+    keep = {i.name for i in model.invariants}
+    inst = drop_properties(inst, [i.name for i in inst.invariants if i.name not in keep]
+                           + [p.name for p in inst.properties])
+    from coherence.smt.system import Encoder
+    enc = Encoder(inst)
+    sem = enc.sem
+    pre = _state(inst, query.pre, c)
+    if sem.invariant_violations(pre) or sem.enabled(pre)[1]:
+        raise TraceReplayError("the pre-state of a counterexample to induction breaks an "
+                               "invariant in the reference semantics")
+    act = _action(inst, enc, query, c, pre)
+    out = sem.execute(pre, act)
+    if out is None:
+        raise TraceReplayError("the step of a counterexample to induction is not enabled")
+    step = describe(sem, 1, pre, out)
+    kind, _, name = query.goal.partition(":")
+    if out.error is not None:
+        message = out.error.message
+    else:
+        assert out.state is not None
+        broken = [v.message for v in sem.invariant_violations(out.state) if v.name == name]
+        if kind == "no-transition":
+            broken = [v.message for v in sem.enabled(out.state)[1]]
+        if kind == "error":  # some action of the successor errs
+            broken = [f"then {o.error.message}" for o in sem.enabled(out.state)[0]
+                      if o.error is not None]
+        if not broken:
+            raise TraceReplayError(f"the step of a counterexample to induction does not "
+                                   f"break {query.goal} in the reference semantics")
+        message = broken[0]
+    return Cti(f"{query.goal} can break with {c.n} agent(s): {message}", [query.goal],
+               describe_state(enc, pre), step)
+
+
+def _state(inst: ir.Model, s: Any, c: _Concrete) -> State:
+    g = tuple(c.value(x, v.type) for v, x in zip(inst.globals, s.globals, strict=True))
+    home: tuple = ()
+    if inst.home is not None:
+        home = (c.scalar(s.home[0]), *(c.value(x, v.type) for v, x in
+                                       zip(inst.home.vars, s.home[1:], strict=True)))
+    caches: tuple = ()
+    if inst.caches:
+        cache = inst.caches[0]
+        caches = tuple((c.scalar(s.cvars[0][e]), *(c.value(arr[e], v.type) for v, arr in
+                                                   zip(cache.vars, s.cvars[1:], strict=True)))
+                       for e in c.agents)
+    nodes = [*c.agents, c.home]
+    nets = []
+    for net, (count, types, fields) in zip(inst.networks, s.nets, strict=True):
+        queues = []
+        for si, src in enumerate(nodes):
+            for di, dst in enumerate(nodes):
+                k = c.scalar(count[src, dst])
+                items = []
+                for j in range(k):
+                    t = c.scalar(types[j][src, dst])
+                    nf = len(inst.messages[t].fields)
+                    items.append((t, tuple(c.scalar(f[src, dst]) for f in fields[j][:nf])))
+                if items:
+                    queues.append(((si, di, 0), tuple(items)))
+        nets.append(tuple(sorted(queues)) if net.ordering == "fifo" else ())
+    return (((g, home, caches),), tuple(nets), ())
+
+
+def _action(inst: ir.Model, enc: Any, query: Any, c: _Concrete, pre: State) -> Action:
+    machine, tr = query.action
+    consts = {str(x).split("|", 1)[1]: x for x in query.consts}
+    agent = c.node(consts["self"]) if machine.kind == "cache" else None
+    params = tuple(c.node(consts[p.name]) if isinstance(p.type, ir.AgentT)
+                   else c.scalar(consts[p.name]) for p in tr.params)
+    index = machine.transitions.index(tr)
+    msg, net_i = None, -1
+    if tr.kind == "message":
+        net_i = enc.net_index[inst.message(tr.name).network]
+        src = c.node(consts["src"])
+        dst = c.n if agent is None else agent
+        queue = dict(pre[1][net_i]).get((src, dst, 0), ())
+        if not queue:
+            raise TraceReplayError("Z3's counterexample to induction receives from an empty "
+                                   "queue")
+        msg = (0, src, dst, queue[0][0], queue[0][1])
+    return Action(tr.kind, machine.name, agent, 0, index, params, net_i, msg)
