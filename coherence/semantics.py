@@ -236,6 +236,9 @@ class Semantics:
                     return mask
                 return agent_set
             return lambda env: frozenset(f(env) for f in elems)
+        if isinstance(e, ir.Call) and e.func == "all_agents":
+            everyone = (1 << self.n) - 1
+            return lambda env: everyone
         if isinstance(e, ir.Call):
             arg = self.expr(e.args[0])
             span = e.span

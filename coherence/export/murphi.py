@@ -269,6 +269,9 @@ class MurphiExporter:
         if isinstance(e, ir.Call):
             if e.func == "size":
                 return f"SetSize({self.expr(e.args[0], ctx)})"
+            if e.func == "all_agents":
+                raise ExportError("all_agents() is only supported in assignments "
+                                  "(s := all_agents() [without a])", e.span)
             return f"isundefined({self.expr(e.args[0], ctx)})"
         if isinstance(e, ir.Quant):
             op = "forall" if e.kind == "forall" else "exists"
@@ -347,6 +350,28 @@ class MurphiExporter:
             parts.append(cond)
         return "(" + (" | ".join(parts) or "false") + ")"
 
+    def msg_dirs(self, name: str) -> list[str]:
+        """The directions a message can travel, from its sends: a quantifier over messages
+        must not ask whether the home node is an agent for a direction never used."""
+        from coherence.spec.lower import walk_stmts
+        out = set()
+        for machine in self.m.machines:
+            for tr in machine.transitions:
+                for st in walk_stmts(tr.body):
+                    if isinstance(st, ir.Broadcast) and st.message == name:
+                        out.add("a2a" if machine.kind == "cache" else "h2a")
+                    if not isinstance(st, ir.Send) or st.message != name:
+                        continue
+                    literal = isinstance(st.dst, ir.Lit) and isinstance(st.dst.type, ir.NodeT)
+                    to_agent = not literal  # an agent, or a node such as msg.src
+                    to_home = literal or isinstance(st.dst.type, ir.NodeT)
+                    if machine.kind == "cache":
+                        out |= ({"a2h"} if to_home else set()) | (
+                            {"a2a"} if to_agent else set())
+                    else:
+                        out |= {"h2a"} if to_agent else set()
+        return [d for d in self.dirs() if d in out]
+
     def msg_quant(self, e: ir.MsgQuant, ctx: _Ctx) -> str:
         """One quantifier per direction (agent->home, home->agent, agent->agent) over the
         places a message can be: fifo positions, or the unordered network's counters."""
@@ -357,7 +382,7 @@ class MurphiExporter:
             return "true" if forall else "false"
         qs, qd, qk = f"l__{e.var}_s", f"l__{e.var}_d", f"l__{e.var}_k"
         parts = []
-        for d in self.dirs():
+        for d in self.msg_dirs(msg.name):
             binders = []
             if d in ("a2h", "a2a"):
                 binders.append(f"{qs}: AGENT")
@@ -448,6 +473,14 @@ class MurphiExporter:
         v = s.value
         if isinstance(v, ir.Lit) and v.value is None:
             return [f"undefine {target};"]
+        everyone = ir.Call("all_agents", (), v.type)
+        if v == everyone or (isinstance(v, ir.Binary) and v.op == "without"
+                             and v.left == everyone):
+            x = p.fresh("l__sx")
+            out = [f"for {x}: AGENT do {target}[{x}] := true end;"]
+            if isinstance(v, ir.Binary):
+                out.append(f"{target}[{self.agent(v.right, ctx)}] := false;")
+            return out
         if isinstance(v, ir.Binary) and v.op in ("with", "without"):
             if v.left != s.target:
                 raise ExportError("set union/difference is only supported as s.add(a) / "

@@ -34,8 +34,8 @@ from coherence import ir
 from coherence.errors import NO_SPAN, Span, SpecError
 
 UNDEF = "UNDEF"
-_CHUNK_JUMPS = 600  # options and statements per ready chunk (pan: 2048 jumps a d_step)
-_MAX_STEP = 1500    # the most one transition may have
+_CHUNK_COST = 1000  # statements per ready chunk: pan labels each, 2048 at most in a d_step
+_MAX_STEP = 1900    # the most one transition may have
 UNDEF_VALUE = -2147483647
 NONE = -1  # no pending goto
 
@@ -760,11 +760,18 @@ class PromelaExporter:
                 "  :: else -> skip fi", ":: else -> skip", "fi;"]
 
     def copy(self, names: list[str], to: str, frm: str) -> list[str]:
-        """Unrolled copies (no jump targets: pan allows 2048 in one d_step)."""
+        """Copies: small arrays unrolled, larger ones looped (pan allows 2048 statements in
+        one d_step)."""
         sizes = dict(self.arrays())
         out = []
         for name in names:
-            cells = [f"[{i}]" for i in range(sizes[name])] if sizes[name] else [""]
+            size = sizes[name]
+            if size > 4:
+                i = self.fixed("t_cp")
+                out.append(f"{i} = 0; do :: {i} < {size} -> {to.format(name)}[{i}] = "
+                           f"{frm.format(name)}[{i}]; {i}++ :: else -> break od;")
+                continue
+            cells = [f"[{i}]" for i in range(size)] if size else [""]
             out += [f"{to.format(name)}{c} = {frm.format(name)}{c};" for c in cells]
         return out
 
@@ -933,7 +940,7 @@ class PromelaExporter:
         for k, inst in enumerate(insts):
             if max(_cost(tries[k]), _cost(fire_codes[k])) > _MAX_STEP:
                 raise ExportError(f"{inst.label}: too large for one Spin d_step (pan allows "
-                                  "2048 jump targets in one)", inst.tr.span)
+                                  "2048 statements in one)", inst.tr.span)
         fires = [x for code in fire_codes for x in code]
         problems = self.problems()
         invariants = self.invariants()
@@ -953,14 +960,13 @@ class PromelaExporter:
         decls = [f"int {name}[{size}];" if size else f"int {name};" for name, size in arrays]
         shadows = [f"hidden int sh_{name}[{size}];" if size else f"hidden int sh_{name};"
                    for name, size in arrays]
-        temps = [f"hidden int {t};" for t in sorted(self.temps)]
-        # pan allows at most 2048 jump targets in one d_step: the raw -> ready step is cut
+        # pan labels every statement of a d_step, 2048 at most: the raw -> ready step is cut
         # into chunks, each its own d_step (one more stored state per chunk).
         chunks: list[list[str]] = [[*invariants, *problems]]
         cost = 0
         for code in tries:
             c = _cost(code)
-            if cost + c > _CHUNK_JUMPS and chunks[-1]:
+            if cost + c > _CHUNK_COST and chunks[-1]:
                 chunks.append([])
                 cost = 0
             chunks[-1] += code
@@ -971,8 +977,10 @@ class PromelaExporter:
             tail = [f"quiet = ({self.quiescent()});"] if i == last - 1 else []
             steps += [f"  :: d_step {{ ph == {i} ->", *_ind([*chunk, *tail, f"ph = {i + 1}"], 3),
                       "  }"]
+        self.fixed("t_cp")
+        temps = [f"hidden int {t};" for t in sorted(self.temps)]
         out = [*head, f"#define READY {last}", *decls, "bit en[NINST];", "byte ph;",
-               "bit quiet;", "", *shadows, "hidden int t_cp;", *temps, "",
+               "bit quiet;", "", *shadows, *temps, "",
                "inline fired() {",
                "  t_cp = 0; do :: t_cp < NINST -> en[t_cp] = 0; t_cp++ :: else -> break od;",
                "  quiet = 0; ph = 0", "}", "",
@@ -990,7 +998,7 @@ class PromelaExporter:
 
 def _cost(code: list[str]) -> int:
     """A bound on the jump targets pan makes of Promela code: options and statements."""
-    return sum(x.count("::") + x.count(";") for x in code)
+    return sum(x.count("::") + x.count(";") + x.count("->") for x in code)
 
 
 def _cells(t: ir.Type) -> int:

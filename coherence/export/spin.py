@@ -76,7 +76,8 @@ def run_spin(promela: str, max_depth: int = 2_000_000, optimize: bool = False,
     transitions = stored + (int(matched.group(1)) if matched else 0)
     if errors:
         verdict = "fails"
-    elif "max search depth too small" in out or "out of memory" in out.lower():
+    elif ("max search depth too small" in out or "Search not completed" in out
+          or "out of memory" in out.lower() or "MEMLIM" in out):
         verdict = "incomplete"
     else:
         verdict = "holds"

@@ -177,6 +177,8 @@ class Exec:
                     self.check(x, c)
                 return SetV(tuple(any_of([x == a for x in elems]) for a in range(self.n)))
             return elems
+        if isinstance(e, ir.Call) and e.func == "all_agents":
+            return SetV(tuple(TRUE for _ in range(self.n)))
         if isinstance(e, ir.Call):
             arg = self.expr(e.args[0], c)
             if e.func == "size":

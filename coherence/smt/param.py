@@ -288,6 +288,9 @@ class PExec(Exec):
             for x in e.elems:
                 out = z3.Store(out, self.check(self.expr(x, c), c), True)
             return out
+        if isinstance(e, ir.Call) and e.func == "all_agents":
+            everyone = z3.K(NODE, z3.BoolVal(True))
+            return z3.Store(z3.Store(everyone, HOME, False), UNDEF_N, False)
         if isinstance(e, ir.Call) and e.func == "size":
             raise Unsupported("size() is supported with --agents any only as size(s) == 0 "
                               "or size(s) != 0", e.span)

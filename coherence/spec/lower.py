@@ -1029,6 +1029,10 @@ class _Lowerer:
             if not isinstance(s.type, ir.SetT):
                 raise self.error(f"size() takes a set, got {s.type}", args[0])
             return ir.Call("size", (s,), ir.IntT(0, self.agents), sp)
+        if func == "all_agents":
+            if args:
+                raise self.error("all_agents() takes no arguments", node)
+            return ir.Call("all_agents", (), ir.SetT(ir.AgentT(self.agents)), sp)
         if func == "isundefined":
             if len(args) != 1:
                 raise self.error("isundefined() takes one variable", node)
@@ -1046,7 +1050,8 @@ class _Lowerer:
                     raise self.error(f"inflight() destination must be an agent or home, got "
                                      f"{dst.type}", args[1])
             return ir.InFlight(str(args[0].children[0]), dst, ir.BoolT(), sp)
-        raise self.error(f"unknown function '{func}' (built-ins: size, isundefined, inflight)",
+        raise self.error(f"unknown function '{func}' (built-ins: size, isundefined, inflight, "
+                         "all_agents)",
                          func_node)
 
 
