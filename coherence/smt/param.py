@@ -58,22 +58,41 @@ def _fresh(name: str, t: ir.Type) -> Any:
 
 
 @attrs.define
+class UNet:
+    """An unordered network for every N: per message type, whether one is in flight from src
+    to dst (an array over (src, dst)) and its fields. One message per (type, src, dst) is an
+    abstraction: every send proves that none of its kind is already there (see obligations)."""
+
+    present: dict[int, Any]
+    fields: dict[int, list[Any]]
+
+    def leaves(self) -> list[Any]:
+        return [x for t in sorted(self.present) for x in (self.present[t], *self.fields[t])]
+
+    def copy(self) -> UNet:
+        return UNet(dict(self.present), {t: list(f) for t, f in self.fields.items()})
+
+
+@attrs.define
 class PState:
     globals: list[Any]
     home: list[Any]
     cvars: list[Any]  # per cache variable (state first): Array(Node, sort)
-    nets: list[Any]  # fifo: (count, types[cap], fields[cap][nf]) arrays over (src, dst)
+    # fifo: (count, types[cap], fields[cap][nf]) arrays over (src, dst); unordered: UNet
+    nets: list[Any]
 
     def leaves(self) -> list[Any]:
         out = [*self.globals, *self.home, *self.cvars]
         for net in self.nets:
-            if net is not None:
+            if isinstance(net, UNet):
+                out += net.leaves()
+            elif net is not None:
                 count, types, fields = net
                 out += [count, *types, *(f for row in fields for f in row)]
         return out
 
     def copy(self) -> PState:
-        nets = [None if n is None else (n[0], list(n[1]), [list(r) for r in n[2]])
+        nets = [n.copy() if isinstance(n, UNet) else (n[0], list(n[1]), [list(r) for r in n[2]])
                 for n in self.nets]
         return PState(list(self.globals), list(self.home), list(self.cvars), nets)
 
@@ -98,9 +117,9 @@ class ParamEncoder:
             raise Unsupported(f"property {p.name} (the coherence monitor) is not supported with "
                               f"--agents any; prove the invariants with --skip {p.name}", p.span)
         for net in model.networks:
-            if net.ordering != "fifo":
-                raise Unsupported(f"network {net.name}: only fifo networks are supported with "
-                                  f"--agents any ({net.ordering} is not)", net.span)
+            if net.ordering == "bus":
+                raise Unsupported(f"network {net.name}: the atomic bus is not supported with "
+                                  "--agents any (fifo and unordered networks are)", net.span)
 
     def fresh(self, prefix: str) -> PState:
         m = self.model
@@ -115,6 +134,14 @@ class ParamEncoder:
             cv += [z3.Array(f"{prefix}|C.{v.name}", NODE, _sort(v.type)) for v in self.cache.vars]
         nets: list[Any] = []
         for net in m.networks:
+            if net.ordering == "unordered":
+                tys = [(self.msg_index[x.name], x) for x in m.messages if x.network == net.name]
+                nets.append(UNet(
+                    {t: z3.Array(f"{prefix}|{net.name}.{x.name}", NODE, NODE, z3.BoolSort())
+                     for t, x in tys},
+                    {t: [z3.Array(f"{prefix}|{net.name}.{x.name}.{f.name}", NODE, NODE, BV)
+                         for f in x.fields] for t, x in tys}))
+                continue
             cap = net.capacity
             nets.append((z3.Array(f"{prefix}|{net.name}.count", NODE, NODE, BV),
                          [z3.Array(f"{prefix}|{net.name}.type{k}", NODE, NODE, BV)
@@ -154,9 +181,12 @@ class ParamEncoder:
                 self.cache.init_state)))
             for v, arr in zip(self.cache.vars, s.cvars[1:], strict=True):
                 parts.append(z3.ForAll([y], arr[y] == const(v)))
-        for count, _types, _fields in s.nets:
+        for net in s.nets:
             a, b = z3.Consts("a b", NODE)
-            parts.append(z3.ForAll([a, b], count[a, b] == 0))
+            if isinstance(net, UNet):
+                parts += [z3.ForAll([a, b], z3.Not(p[a, b])) for p in net.present.values()]
+            else:
+                parts.append(z3.ForAll([a, b], net[0][a, b] == 0))
         return all_of(parts)
 
     def domain(self, s: PState) -> Any:
@@ -188,27 +218,40 @@ class ParamEncoder:
                 inner.append(scalar(arr[y], v.type))
             parts.append(z3.ForAll([y], all_of(inner)))
         enc_senders = _senders(self)
-        for net, (count, types, fields) in zip(m.networks, s.nets, strict=True):
+
+        def src_ok(t: int, a: Any) -> Any:
+            kinds = enc_senders[t]
+            return any_of(([a == HOME] if "home" in kinds else [])
+                          + ([is_agent(a)] if "cache" in kinds else []))
+
+        def fields_ok(t: int, xs: list[Any]) -> list[Any]:
+            fok = []
+            for f, x in zip(m.messages[t].fields, xs, strict=False):
+                if isinstance(f.type, (ir.AgentT, ir.NodeT, ir.SetT)):
+                    raise Unsupported("agent-valued message fields are not supported "
+                                      "with --agents any", f.span)
+                lo, hi = (f.type.lo, f.type.hi) if isinstance(f.type, ir.IntT) else (
+                    0, f.type.size() - 1)
+                fok.append(z3.Or(x == num(-(1 << 31)), z3.And(x >= lo, x <= hi)))
+            return fok
+
+        for net, pnet in zip(m.networks, s.nets, strict=True):
             a, b = z3.Consts("a b", NODE)
+            if isinstance(pnet, UNet):
+                for t, present in pnet.present.items():
+                    ok = [a != UNDEF_N, b != UNDEF_N, src_ok(t, a),
+                          *fields_ok(t, [f[a, b] for f in pnet.fields[t]])]
+                    parts.append(z3.ForAll([a, b], z3.Implies(present[a, b], all_of(ok))))
+                continue
+            count, types, fields = pnet
             tys = [self.msg_index[x.name] for x in m.messages if x.network == net.name]
             inner = [count[a, b] >= 0, count[a, b] <= net.capacity,
                      z3.Implies(count[a, b] > 0, z3.And(a != UNDEF_N, b != UNDEF_N))]
             for k, ty in enumerate(types):
                 opts = []
                 for t in tys:
-                    kinds = enc_senders[t]
-                    src_ok = any_of(([a == HOME] if "home" in kinds else [])
-                                    + ([is_agent(a)] if "cache" in kinds else []))
-                    fok = []
-                    for f, x in zip(m.messages[t].fields, fields[k], strict=False):
-                        if isinstance(f.type, (ir.AgentT, ir.NodeT, ir.SetT)):
-                            raise Unsupported("agent-valued message fields are not supported "
-                                              "with --agents any", f.span)
-                        lo, hi = (f.type.lo, f.type.hi) if isinstance(f.type, ir.IntT) else (
-                            0, f.type.size() - 1)
-                        fok.append(z3.Or(x[a, b] == num(-(1 << 31)),
-                                         z3.And(x[a, b] >= lo, x[a, b] <= hi)))
-                    opts.append(all_of([ty[a, b] == t, src_ok, *fok]))
+                    fok = fields_ok(t, [x[a, b] for x in fields[k]])
+                    opts.append(all_of([ty[a, b] == t, src_ok(t, a), *fok]))
                 inner.append(z3.Implies(count[a, b] > k, any_of(opts)))
             parts.append(z3.ForAll([a, b], all_of(inner)))
         return all_of(parts)
@@ -247,6 +290,7 @@ class PExec(Exec):
         self.performs = []
         self.depth = 0
         self.bound: list[tuple[Any, Any]] = []  # quantified variables we are in, and domains
+        self.dups: list[Any] = []  # a send finds one of its kind already there (UNet)
 
     def error(self, cond: Any, bad: Any) -> None:
         c = all_of([cond, bad])
@@ -359,31 +403,33 @@ class PExec(Exec):
             return b2i(z3.ForAll([x], z3.Implies(is_agent(x), body)))
         return b2i(z3.Exists([x], z3.And(is_agent(x), body)))
 
+    def places(self, message: str, src: Any, dst: Any) -> list[tuple[Any, list[Any]]]:
+        """(present, fields) of every place a message of this type from src to dst can be."""
+        t = self.enc.msg_index[message]
+        net = self.nets[self.enc.net_index[self.enc.model.message(message).network]]
+        if isinstance(net, UNet):
+            return [(net.present[t][src, dst], [f[src, dst] for f in net.fields[t]])]
+        count, types, fields = net
+        return [(z3.And(count[src, dst] > k, ty[src, dst] == t),
+                 [f[src, dst] for f in fields[k]]) for k, ty in enumerate(types)]
+
     def inflight(self, e: ir.InFlight, c: Any) -> Any:
-        t = self.enc.msg_index[e.message]
-        net_i = self.enc.net_index[self.enc.model.message(e.message).network]
-        count, types, _fields = self.nets[net_i]
         d = self.expr(e.dst, c) if e.dst is not None else None
         src = z3.FreshConst(NODE, "src")
         dst = z3.FreshConst(NODE, "dst")
         here = TRUE if d is None else dst == d
-        body = any_of([z3.And(count[src, dst] > k, ty[src, dst] == t)
-                       for k, ty in enumerate(types)])
+        body = any_of([p for p, _f in self.places(e.message, src, dst)])
         return b2i(z3.Exists([src, dst], z3.And(here, body)))
 
     def msg_quant(self, e: ir.MsgQuant, c: Any) -> Any:
-        t = self.enc.msg_index[e.message]
-        net_i = self.enc.net_index[self.enc.model.message(e.message).network]
-        count, types, fields = self.nets[net_i]
         src = z3.FreshConst(NODE, f"{e.var}_src")
         dst = z3.FreshConst(NODE, f"{e.var}_dst")
         saved = self.locals.get(e.var)
         forall = e.kind == "forall"
         parts = []
         self.bound += [(src, src != UNDEF_N), (dst, dst != UNDEF_N)]
-        for k, ty in enumerate(types):
-            present = z3.And(count[src, dst] > k, ty[src, dst] == t)
-            self.locals[e.var] = (src, dst, [f[src, dst] for f in fields[k]])
+        for present, fields in self.places(e.message, src, dst):
+            self.locals[e.var] = (src, dst, fields)
             body = truth(self.expr(e.body, all_of([c, present])))
             parts.append(z3.Implies(present, body) if forall else z3.And(present, body))
         del self.bound[-2:]
@@ -396,10 +442,38 @@ class PExec(Exec):
         return b2i(z3.Exists([src, dst], any_of(parts)))
 
     def stmt(self, s: ir.Stmt) -> None:
-        if isinstance(s, (ir.For, ir.Broadcast)):
-            raise Unsupported(f"'{'for' if isinstance(s, ir.For) else 'broadcast'}' is not "
-                              "supported with --agents any", s.span)
+        if isinstance(s, ir.Broadcast):
+            self.refresh()
+            if not z3.is_false(self.pc):
+                self.broadcast(s)
+            return
+        if isinstance(s, ir.For):
+            raise Unsupported("'for' is not supported with --agents any", s.span)
         super().stmt(s)
+
+    def broadcast(self, s: ir.Broadcast) -> None:
+        """To every agent but the excluded one, at once: one array update over (src, dst)."""
+        pc = self.pc
+        t = self.enc.msg_index[s.message]
+        net_i = self.enc.net_index[self.enc.model.messages[t].network]
+        net = self.nets[net_i]
+        if not isinstance(net, UNet):
+            raise Unsupported("'broadcast' is supported with --agents any only on unordered "
+                              "networks", s.span)
+        args = [self.expr(a, pc) for a in s.args]
+        skip = self.check(self.expr(s.exclude, pc), pc) if s.exclude is not None else None
+        src = self.agent if self.agent is not None else HOME
+        a, b = z3.Consts("bc_src bc_dst", NODE)
+        to = z3.And(is_agent(b), TRUE if skip is None else b != skip)
+        y = z3.FreshConst(NODE, "bc_y")
+        self.dups.append(z3.And(pc, z3.Exists([y], z3.And(is_agent(y), TRUE if skip is None
+                                                           else y != skip,
+                                                           net.present[t][src, y]))))
+        here = z3.And(a == src, to)
+        old = net.present[t]
+        net.present[t] = z3.If(pc, z3.Lambda([a, b], z3.Or(here, old[a, b])), old)
+        net.fields[t] = [z3.If(pc, z3.Lambda([a, b], z3.If(here, v, f[a, b])), f)
+                         for f, v in zip(net.fields[t], args, strict=True)]
 
     def write(self, target: ir.Expr, value: Any, cond: Any) -> None:
         if isinstance(target, ir.MVar) and target.agent is not None:
@@ -421,8 +495,16 @@ class PExec(Exec):
     def deliver(self, t: int, fields: list[Any], dst: Any, span: Span) -> None:
         pc = self.pc
         net_i = self.enc.net_index[self.enc.model.messages[t].network]
-        count, types, nfields = self.nets[net_i]
         src = self.agent if self.agent is not None else HOME
+        net = self.nets[net_i]
+        if isinstance(net, UNet):
+            old = net.present[t]
+            self.dups.append(z3.And(pc, old[src, dst]))
+            net.present[t] = z3.If(pc, z3.Store(old, src, dst, True), old)
+            net.fields[t] = [z3.If(pc, z3.Store(f, src, dst, v), f)
+                             for f, v in zip(net.fields[t], fields, strict=False)]
+            return
+        count, types, nfields = net
         fields = fields + [num(0)] * (self.enc.max_fields - len(fields))
         c = count[src, dst]
         for k in range(len(types)):
@@ -478,8 +560,9 @@ def _actions(enc: ParamEncoder) -> list[tuple[ir.Machine, ir.Transition]]:
 
 
 def _step(enc: ParamEncoder, s: PState, machine: ir.Machine, tr: ir.Transition,
-          tag: str) -> tuple[Any, Any, PState, list[Any]]:
-    """(ok, error, successor, existential constants) of one transition."""
+          tag: str) -> tuple[Any, Any, PState, list[Any], Any]:
+    """(ok, error, successor, existential constants, duplicate send) of one transition; a
+    duplicate send puts a message where one of its kind already is (see UNet)."""
     ex = PExec(enc, s)
     consts: list[Any] = []
     pre: list[Any] = []
@@ -501,7 +584,17 @@ def _step(enc: ParamEncoder, s: PState, machine: ir.Machine, tr: ir.Transition,
             consts.append(v)
             pre.append(z3.And(v >= min(ir.domain(p.type)), v <= max(ir.domain(p.type))))
         ex.locals[p.name] = v
-    if tr.kind == "message":
+    if tr.kind == "message" and isinstance(ex.nets[enc.net_index[
+            enc.model.message(tr.name).network]], UNet):
+        t = enc.msg_index[tr.name]
+        unet = ex.nets[enc.net_index[enc.model.message(tr.name).network]]
+        src = z3.Const(f"{tag}|src", NODE)
+        consts.append(src)
+        dst = ex.agent if ex.agent is not None else HOME
+        pre += [src != UNDEF_N, unet.present[t][src, dst]]
+        ex.msg = (src, [f[src, dst] for f in unet.fields[t]], t)
+        unet.present[t] = z3.Store(unet.present[t], src, dst, False)
+    elif tr.kind == "message":
         t = enc.msg_index[tr.name]
         net_i = enc.net_index[enc.model.message(tr.name).network]
         count, types, fields = ex.nets[net_i]
@@ -525,7 +618,7 @@ def _step(enc: ParamEncoder, s: PState, machine: ir.Machine, tr: ir.Transition,
     ex.block(tr.body)
     ex.refresh()
     ex.apply_goto(ex.agent)
-    return ex.alive(), any_of(ex.errs), ex.pstate, consts
+    return ex.alive(), any_of(ex.errs), ex.pstate, consts, any_of(ex.dups)
 
 
 def _properties(enc: ParamEncoder, s: PState, steps: list[Any]) -> dict[str, Any]:
@@ -538,7 +631,6 @@ def _properties(enc: ParamEncoder, s: PState, steps: list[Any]) -> dict[str, Any
     # no message waits in a state with no transition for it
     nt = []
     for net_i, net in enumerate(enc.model.networks):
-        count, types, _fields = s.nets[net_i]
         for msg in enc.model.messages:
             if msg.network != net.name:
                 continue
@@ -551,7 +643,10 @@ def _properties(enc: ParamEncoder, s: PState, steps: list[Any]) -> dict[str, Any
                 a, b = z3.Consts("nt_a nt_b", NODE)
                 st = s.cvars[0][b] if machine.kind == "cache" else s.home[0]
                 where = is_agent(b) if machine.kind == "cache" else b == HOME
-                nt.append(z3.Exists([a, b], z3.And(where, count[a, b] > 0, types[0][a, b] == t,
+                pnet = s.nets[net_i]
+                first = (pnet.present[t][a, b] if isinstance(pnet, UNet) else
+                         z3.And(pnet[0][a, b] > 0, pnet[1][0][a, b] == t))
+                nt.append(z3.Exists([a, b], z3.And(where, first,
                                                    any_of([st == i for i in missing]))))
     props["no-transition:*"] = z3.Not(any_of(nt))
     props["error:error"] = z3.Not(any_of([err for err, _consts in steps]))
@@ -572,6 +667,10 @@ def prove_all(model: ir.Model, timeout: float | None = None,
             refuted.notes = [f"no proof attempted: {unsupported.message}", *notes]
             return refuted
         raise
+
+
+# the obligation that keeps the unordered-network abstraction exact (see UNet)
+ONE_PER_KIND = "abstraction:one-message-per-kind"
 
 
 @attrs.define
@@ -597,7 +696,7 @@ def obligations(model: ir.Model) -> tuple[ParamEncoder, PState, list[Query]]:
     props.pop("error:error")
     errs = []  # (action index, its error condition in ``cur``)
     for i, (machine, tr) in enumerate(acts):
-        _ok, err, _succ, _consts = _step(enc, cur, machine, tr, f"e{i}")
+        err = _step(enc, cur, machine, tr, f"e{i}")[1]
         if not z3.is_false(err):
             errs.append((i, err))
     no_error = z3.Not(any_of([e for _, e in errs]))
@@ -607,8 +706,11 @@ def obligations(model: ir.Model) -> tuple[ParamEncoder, PState, list[Query]]:
     out = [Query(name, "init", [*init, z3.Not(p)], cur) for name, p in props.items()]
     out += [Query("error:error", "init", [*init, err], cur) for _, err in errs]
     for i, (machine, tr) in enumerate(acts):
-        ok, _err, succ, consts = _step(enc, cur, machine, tr, f"a{i}")
+        ok, _err, succ, consts, dup = _step(enc, cur, machine, tr, f"a{i}")
         label = f"{machine.name}.{_label(tr)}"
+        if not z3.is_false(dup):
+            out.append(Query(ONE_PER_KIND, f"action {label}", [*base, *inv, ok, dup], cur,
+                             (machine, tr), consts))
         post = _properties(enc, succ, [])
         post.pop("error:error")
         for name, p in post.items():
@@ -616,7 +718,7 @@ def obligations(model: ir.Model) -> tuple[ParamEncoder, PState, list[Query]]:
                              (machine, tr), consts))
         for j, _ in errs:
             m2, tr2 = acts[j]
-            _ok2, err2, _s2, _c2 = _step(enc, succ, m2, tr2, f"a{i}b{j}")
+            err2 = _step(enc, succ, m2, tr2, f"a{i}b{j}")[1]
             out.append(Query("error:error", f"action {label} (then {m2.name}."
                              f"{_label(tr2)} errs)", [*base, *inv, ok, err2], cur,
                              (machine, tr), consts))

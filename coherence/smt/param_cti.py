@@ -156,6 +156,13 @@ def _replay(model: ir.Model, query: Any, m: z3.ModelRef, home: Any, undef: Any,
         broken = [v.message for v in sem.invariant_violations(out.state) if v.name == name]
         if kind == "no-transition":
             broken = [v.message for v in sem.enabled(out.state)[1]]
+        if kind == "abstraction":
+            nets = [x for n, x in zip(inst.networks, out.state[1], strict=True)
+                    if n.ordering == "unordered"]
+            keys = [m[:4] for contents in nets for m in contents]
+            broken = [f"two {inst.messages[k[3]].name} messages from node {k[1]} to node "
+                      f"{k[2]} in flight: --agents any keeps one per (type, source, "
+                      "destination)" for k in set(keys) if keys.count(k) > 1]
         if kind == "error":  # some action of the successor errs
             broken = [f"then {o.error.message}" for o in sem.enabled(out.state)[0]
                       if o.error is not None]
@@ -180,8 +187,20 @@ def _state(inst: ir.Model, s: Any, c: _Concrete) -> State:
                                                    zip(cache.vars, s.cvars[1:], strict=True)))
                        for e in c.agents)
     nodes = [*c.agents, c.home]
-    nets = []
-    for net, (count, types, fields) in zip(inst.networks, s.nets, strict=True):
+    from coherence.smt.param import UNet
+    nets: list[tuple] = []
+    for net, pnet in zip(inst.networks, s.nets, strict=True):
+        if isinstance(pnet, UNet):
+            msgs = []
+            for t, present in pnet.present.items():
+                for si, src in enumerate(nodes):
+                    for di, dst in enumerate(nodes):
+                        if z3.is_true(c.m.eval(present[src, dst], model_completion=True)):
+                            fs = tuple(c.scalar(f[src, dst]) for f in pnet.fields[t])
+                            msgs.append((0, si, di, t, fs))
+            nets.append(tuple(sorted(msgs)))
+            continue
+        count, types, fields = pnet
         queues = []
         for si, src in enumerate(nodes):
             for di, dst in enumerate(nodes):
@@ -209,9 +228,17 @@ def _action(inst: ir.Model, enc: Any, query: Any, c: _Concrete, pre: State) -> A
         net_i = enc.net_index[inst.message(tr.name).network]
         src = c.node(consts["src"])
         dst = c.n if agent is None else agent
-        queue = dict(pre[1][net_i]).get((src, dst, 0), ())
-        if not queue:
-            raise TraceReplayError("Z3's counterexample to induction receives from an empty "
-                                   "queue")
-        msg = (0, src, dst, queue[0][0], queue[0][1])
+        if inst.networks[net_i].ordering == "unordered":
+            t = enc.msg_index[tr.name]
+            found = [x for x in pre[1][net_i] if x[1:4] == (src, dst, t)]
+            if not found:
+                raise TraceReplayError("Z3's counterexample to induction receives a message "
+                                       "that is not there")
+            msg = found[0]
+        else:
+            queue = dict(pre[1][net_i]).get((src, dst, 0), ())
+            if not queue:
+                raise TraceReplayError("Z3's counterexample to induction receives from an "
+                                       "empty queue")
+            msg = (0, src, dst, queue[0][0], queue[0][1])
     return Action(tr.kind, machine.name, agent, 0, index, params, net_i, msg)
