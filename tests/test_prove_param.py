@@ -48,12 +48,76 @@ def test_literal_scheme_is_refuted_by_a_replayed_instance() -> None:
     assert result.failures[0].name == "data_value" and result.failures[0].length == 4
 
 
-def test_counting_agents_is_reported_where_it_happens() -> None:
-    model = drop_properties(load_spec(SPECS / "broadcast_invalidate_acked.coh"), ["coherent"])
+COUNTING = """
+param agents = 3;
+message Ack;
+network net: fifo, capacity = 1;
+home machine H { stable state R; init R; var acks: int[0..agents] = 0;
+  rule Start when acks == 0 { acks := agents - 1; }
+}
+cache machine C { stable state I; init I; }
+invariant fine: H.acks >= 0;
+"""
+
+
+def test_counting_agents_is_reported_where_it_happens(tmp_path: Path) -> None:
     with pytest.raises(Unsupported) as err:
-        prove_all(model, timeout=5)
-    assert err.value.span.line == 47  # acks := agents - 1
+        prove_all(load_spec(_write(tmp_path, COUNTING)), timeout=5)
+    assert err.value.span.line == 6  # acks := agents - 1
     assert "number of agents" in err.value.message
+
+
+def _holds_at(path: Path, sizes: tuple[int, ...]) -> None:
+    for n in sizes:
+        model = drop_properties(load_spec(path, {"agents": n}), ["coherent"])
+        assert check(model).verdict == "holds"
+
+
+def test_german_is_proved_for_every_n_and_holds_at_fixed_sizes() -> None:
+    model = drop_properties(load_spec(SPECS / "german.coh"), ["coherent"])
+    result = prove_all(model, timeout=300)
+    assert result.verdict == "holds", result.reason
+    assert {"invariant:CtrlProp", "invariant:DataProp", "error:error"} <= set(result.proved)
+    _holds_at(SPECS / "german.coh", (2, 3))
+
+
+def test_acked_broadcast_is_proved_for_every_n_and_holds_at_fixed_sizes() -> None:
+    path = SPECS / "broadcast_invalidate_acked.coh"
+    result = prove_all(drop_properties(load_spec(path), ["coherent"]), timeout=300)
+    assert result.verdict == "holds", result.reason
+    assert {"invariant:data_value", "invariant:stale_copy_is_doomed",
+            "abstraction:one-message-per-kind"} <= set(result.proved)
+    _holds_at(path, (2, 3))
+
+
+def test_a_missing_aux_invariant_gives_a_concrete_replayed_cti() -> None:
+    path = SPECS / "german.coh"
+    model = drop_properties(load_spec(path), ["coherent", "sharer_has_copy_or_message"])
+    result = prove_all(model, timeout=300)
+    assert result.verdict == "unknown" and result.exit_code == 3  # never a pass
+    cti = next(c for c in result.cti_details if "inv_to_holder" in c.summary)
+    # a sharer in I with no message on its way, about to be sent an Inv
+    assert any("Cache[0]: state I" in line for line in cti.pre)
+    assert "SendInv" in cti.step.event
+    assert check(drop_properties(load_spec(path, {"agents": 2}), ["coherent"])).verdict == "holds"
+
+
+DUPLICATE = """
+param agents = 2;
+message Req;
+network net: unordered, capacity = 3;
+home machine H { stable state R; init R; on Req { } }
+cache machine C { stable state I; init I; rule Ask { send Req to home; } }
+invariant fine: true;
+"""
+
+
+def test_two_messages_of_a_kind_on_an_unordered_network_are_never_a_pass(
+        tmp_path: Path) -> None:
+    result = prove_all(load_spec(_write(tmp_path, DUPLICATE)), timeout=60)
+    assert result.verdict == "unknown"
+    assert any("abstraction:one-message-per-kind" in c for c in result.ctis)
+    assert any("two Req messages" in c.summary for c in result.cti_details)
 
 
 MUTANTS = mutants(MUTEX + AUX)

@@ -765,9 +765,9 @@ def _prove(model: ir.Model, timeout: float | None, start: float,
         if answer == z3.unsat:
             continue
         cti = None
-        if q.what != "init" and answer != z3.sat:
+        if q.what != "init":
             cti = find_cti(model, q, max(0.1, left(CTI_SECONDS)))
-            if cti is None and left(QUERY_SECONDS) > QUICK_SECONDS:
+            if cti is None and answer != z3.sat and left(QUERY_SECONDS) > QUICK_SECONDS:
                 solver.set("timeout", max(1, int(left(QUERY_SECONDS) * 1000)))
                 answer = solver.check()
                 if answer == z3.unsat:
