@@ -34,7 +34,7 @@ from coherence import ir
 from coherence.errors import NO_SPAN, Span, SpecError
 
 UNDEF = "UNDEF"
-_CHUNK_COST = 1000  # statements per ready chunk: pan labels each, 2048 at most in a d_step
+_CHUNK_COST = 1500  # statements per ready chunk: pan labels each, 2048 at most in a d_step
 _MAX_STEP = 1900    # the most one transition may have
 UNDEF_VALUE = -2147483647
 NONE = -1  # no pending goto
@@ -872,14 +872,15 @@ class PromelaExporter:
                 + _tag("no-transition", f"a message with no transition in the state of "
                        f"{mach.name}", None)]
 
-    def invariants(self) -> list[str]:
-        out: list[str] = []
+    def invariants(self) -> list[list[str]]:
+        """The code checking each invariant."""
+        out: list[list[str]] = []
         for inv in self.m.invariants:
             ctx = _Ctx(0, self.home or self.cache, None)  # type: ignore[arg-type]
             pre: list[str] = []
             v = self.expr(inv.expr, ctx, pre)[0]
-            out += [f"/* invariant {inv.name} */", *pre,
-                    f"assert(({v}) != 0); {_tag('invariant', inv.name, inv.span)}"]
+            out.append([f"/* invariant {inv.name} */", *pre,
+                        f"assert(({v}) != 0); {_tag('invariant', inv.name, inv.span)}"])
         return out
 
     def quiescent(self) -> str:
@@ -962,9 +963,9 @@ class PromelaExporter:
                    for name, size in arrays]
         # pan labels every statement of a d_step, 2048 at most: the raw -> ready step is cut
         # into chunks, each its own d_step (one more stored state per chunk).
-        chunks: list[list[str]] = [[*invariants, *problems]]
+        chunks: list[list[str]] = [[]]
         cost = 0
-        for code in tries:
+        for code in [*invariants, *([x] for x in problems), *tries]:
             c = _cost(code)
             if cost + c > _CHUNK_COST and chunks[-1]:
                 chunks.append([])

@@ -47,7 +47,7 @@ def spin_available() -> bool:
 
 
 def run_spin(promela: str, max_depth: int = 2_000_000, optimize: bool = False,
-             memory_mb: int = 3072, timeout: float = 600.0) -> SpinResult:
+             memory_mb: int = 2048, timeout: float = 600.0) -> SpinResult:
     """Check ``promela`` with Spin. ``optimize`` builds with -O2 (slower build, for timing)."""
     if not spin_available():
         raise SpinUnavailable("spin and gcc are needed (Debian: apt-get install spin gcc)")
