@@ -245,12 +245,7 @@ class PromelaExporter:
                      for x in e.elems]
             return ("(" + " | ".join(f"(1 << {p})" for p in parts) + ")") if parts else "0", False
         if isinstance(e, ir.Call):
-            arg = self.expr(e.args[0], ctx, pre)
-            if e.func == "size":
-                s = self.defined(pre, arg, "set", e.span)
-                bits = " + ".join(f"(({s} >> {i}) & 1)" for i in range(self.n))
-                return f"({bits or '0'})", False
-            return f"({arg[0]} == {UNDEF})", False
+            return self.call(e, ctx, pre), False
         if isinstance(e, ir.Quant):
             return self.quant(e, ctx, pre), False
         if isinstance(e, ir.InFlight):
@@ -260,6 +255,17 @@ class PromelaExporter:
         if isinstance(e, ir.MsgVarAttr):
             return ctx.mvars[e.var][e.attr]
         raise ExportError(f"cannot export expression {type(e).__name__}", e.span)
+
+    def call(self, e: ir.Call, ctx: _Ctx, pre: list[str]) -> str:
+        if e.func == "all_agents":
+            return str((1 << self.n) - 1)
+        if e.func == "size":
+            s = self.defined(pre, self.expr(e.args[0], ctx, pre), "set", e.span)
+            bits = " + ".join(f"(({s} >> {i}) & 1)" for i in range(self.n))
+            return f"({bits or '0'})"
+        if e.func == "isundefined":
+            return f"({self.expr(e.args[0], ctx, pre)[0]} == {UNDEF})"
+        raise ExportError(f"the Promela export does not know the built-in {e.func}()", e.span)
 
     def binary(self, e: ir.Binary, ctx: _Ctx, pre: list[str]) -> str:
         op, span = e.op, e.span
