@@ -6,22 +6,27 @@ NOTE(promela-encoding): one process, all state global, every step a ``d_step`` (
   sets of agents are bitmasks, arrays are flattened, agent ids and the home node are ints;
 * an instance is one transition with its agent and parameters fixed (or one delivery: a fifo
   queue's head, an unordered network's slot); ``en[k]`` says whether instance k is enabled;
-* each of our states is two Spin states: *raw* (``ph == 0``, ``en`` clear) and *ready*
-  (``ph == 1``, ``en`` computed). The step raw -> ready checks the invariants, reports a
-  message with no handler, and computes ``en``: guard true and, for a body that can send on a
-  bounded network, the body tried on the live state (rolled back from a hidden copy) without
-  blocking. A ready state fires one enabled instance (one ``d_step``) and is raw again;
-* model errors (undefined reads, overflow, failed asserts, no transition) are
-  ``printf`` + ``assert(false)``; a ready state with nothing enabled that is not quiescent has
-  no executable statement, so Spin reports it as an invalid end state: our deadlock;
+* each of our states is ``READY + 1`` Spin states: *raw* (``ph == 0``, ``en`` clear), then
+  ``READY`` chunks (one ``d_step`` each: pan labels every statement of a ``d_step``, 2048 at
+  most) that check the invariants, report a deliverable message with no handler, and compute
+  ``en``: source state and guard true and, for a body that can send on a bounded network,
+  the body tried on the live state (rolled back from hidden copies) without blocking. The
+  last chunk leaves the *ready* state (``ph == READY``), which fires one enabled instance (one
+  ``d_step``) and is raw again;
+* model errors (undefined reads, overflow, failed asserts, no transition) and invariants are
+  ``assert``s tagged ``/* coherence-failure: ... */`` on their line; a ready state with
+  nothing enabled that is not quiescent has no executable statement, so Spin reports it as
+  an invalid end state: our deadlock;
 * the atomic bus runs the receiver's handler inline, with its own temporaries per nesting
   depth; bus messages that trigger each other in a cycle are refused;
 * an unordered network is kept sorted (as our semantics keeps it), so multisets are canonical
-  and Spin stores exactly ``2 * ours + 1`` states when the spec holds (symmetry off);
+  and Spin stores exactly ``(READY + 1) * ours + 1`` states when the spec holds (symmetry
+  off);
 * the coherence monitor (``property ...: coherence``) is NOT exported: compare with it skipped.
 
 Only ``lines = 1`` and scalar (non-array) values in messages, lets and whole assignments are
-supported; anything else raises a located :class:`ExportError`.
+supported, and bus deliveries must not recurse; anything else raises a located
+:class:`ExportError`.
 """
 
 from __future__ import annotations
@@ -34,9 +39,9 @@ from coherence import ir
 from coherence.errors import NO_SPAN, Span, SpecError
 
 UNDEF = "UNDEF"
+UNDEF_VALUE = -2147483647
 _CHUNK_COST = 1500  # statements per ready chunk: pan labels each, 2048 at most in a d_step
 _MAX_STEP = 1900    # the most one transition may have
-UNDEF_VALUE = -2147483647
 NONE = -1  # no pending goto
 
 

@@ -4,7 +4,8 @@
 states; no cycle detection) and a state vector large enough for the model, and ``./pan`` runs
 it with a depth limit. Its summary lines are parsed, never evaluated. pan stops at its first
 error, so for a failing model only the verdict compares; the failure's kind and message are
-read back by replaying the trail (``spin -t``), which prints the model's ``printf``s.
+read back by replaying the trail (``spin -t``): the failing ``assert``'s line carries a
+``/* coherence-failure: ... */`` tag.
 A search cut short by the depth limit is "incomplete", never a pass.
 """
 
