@@ -31,7 +31,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
                    help="drop this invariant or property (repeatable)")
     p.add_argument("--proofs", nargs="*", default=DEFAULT_SPECS, metavar="SPEC",
                    help="specs whose --agents any proof is timed (coherence monitors skipped)")
-    p.add_argument("--proof-timeout", type=float, default=60.0, metavar="S")
+    p.add_argument("--proof-timeout", type=float, default=300.0, metavar="S")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
 
 
