@@ -769,6 +769,11 @@ def _prove(model: ir.Model, timeout: float | None, start: float,
         solver = shared
         solver.set("timeout", max(1, int(min(budget, QUICK_SECONDS) * 1000)))
         answer = solver.check(q.assertions[-1])
+        if answer == z3.unknown:  # the other solver configuration sometimes does better
+            solver = z3.Solver()
+            solver.add(*q.assertions)
+            solver.set("timeout", max(1, int(max(0.001, left(2 * QUICK_SECONDS)) * 1000)))
+            answer = solver.check()
         if answer == z3.unsat:
             continue
         cti = None
@@ -776,7 +781,7 @@ def _prove(model: ir.Model, timeout: float | None, start: float,
             cti = find_cti(model, q, max(0.1, left(CTI_SECONDS)))
             if cti is None and answer != z3.sat and left(QUERY_SECONDS) > QUICK_SECONDS:
                 solver.set("timeout", max(1, int(left(QUERY_SECONDS) * 1000)))
-                answer = solver.check(q.assertions[-1])
+                answer = solver.check()
                 if answer == z3.unsat:
                     continue
         where = ("the initial state" if q.what == "init"
