@@ -40,6 +40,7 @@ from coherence.errors import NO_SPAN, Span, SpecError
 
 UNDEF = "UNDEF"
 UNDEF_VALUE = -2147483647
+UNDEF_SHORT = -32767  # when every value fits a short: half the state vector
 _CHUNK_COST = 1500  # statements per ready chunk: pan labels each, 2048 at most in a d_step
 _MAX_STEP = 1900    # the most one transition may have
 NONE = -1  # no pending goto
@@ -137,6 +138,21 @@ class PromelaExporter:
         return mach.state_index(name)
 
     # ------------------------------------------------------------ storage
+
+    def short(self) -> bool:
+        """Whether every stored value (and UNDEF_SHORT) fits a Promela ``short``."""
+        types: list[ir.Type] = [v.type for v in self.m.globals]
+        types += [v.type for mach in self.m.machines for v in mach.vars]
+        types += [f.type for msg in self.m.messages for f in msg.fields]
+        limit = 30000
+        for t in types:
+            while isinstance(t, ir.ArrayT):
+                t = t.elem
+            if isinstance(t, ir.IntT) and (t.lo < -limit or t.hi > limit):
+                return False
+            if t.size() > limit:
+                return False
+        return self.nodes * self.nodes < limit
 
     def arrays(self) -> list[tuple[str, int]]:
         """Every state variable (name, number of ints; 0 for a scalar)."""
@@ -968,8 +984,11 @@ class PromelaExporter:
                  "   Each of our states is READY + 1 Spin states: raw (ph == 0), partly ready, and",
                  "   ready (ph == READY, en[] computed). An invalid end state is a deadlock. */",
                  "",
-                 f"#define UNDEF ({UNDEF_VALUE})", f"#define NINST {max(len(insts), 1)}", ""]
-        decls = [f"int {name}[{size}];" if size else f"int {name};" for name, size in arrays]
+                 f"#define UNDEF ({UNDEF_SHORT if self.short() else UNDEF_VALUE})",
+                 f"#define NINST {max(len(insts), 1)}", ""]
+        ctype = "short" if self.short() else "int"
+        decls = [f"{ctype} {name}[{size}];" if size else f"{ctype} {name};"
+                 for name, size in arrays]
         shadows = [f"hidden int sh_{name}[{size}];" if size else f"hidden int sh_{name};"
                    for name, size in arrays]
         # pan labels every statement of a d_step, 2048 at most: the raw -> ready step is cut

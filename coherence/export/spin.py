@@ -88,7 +88,8 @@ def run_spin(promela: str, max_depth: int = 2_000_000, optimize: bool = False,
 
 def _vector_size(promela: str) -> int:
     """Bytes for -DVECTORSZ: the model's ints and flags, doubled for pan's own fields."""
-    ints = sum(int(n or 1) for n in re.findall(r"^int \w+(?:\[(\d+)\])?;", promela, re.M))
+    ints = sum(int(n or 1) for n in re.findall(r"^(?:int|short) \w+(?:\[(\d+)\])?;",
+                                               promela, re.M))
     flags = re.search(r"^#define NINST (\d+)", promela, re.M)
     return max(1024, 2 * (4 * ints + (int(flags.group(1)) if flags else 0) + 64))
 
