@@ -12,6 +12,7 @@ from test_prove_induction import AUX, MUTEX, mutants
 
 from coherence.checker import check
 from coherence.errors import SpecError
+from coherence.smt import param
 from coherence.smt.param import prove_all
 from coherence.smt.state import Unsupported
 from coherence.spec.load import load_spec
@@ -90,7 +91,9 @@ def test_acked_broadcast_is_proved_for_every_n_and_holds_at_fixed_sizes() -> Non
     _holds_at(path, (2, 3))
 
 
-def test_a_missing_aux_invariant_gives_a_concrete_replayed_cti() -> None:
+def test_a_missing_aux_invariant_gives_a_concrete_replayed_cti(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(param, "REFUTE_SECONDS", 2.0)  # the BMC look for a real bug: brief
     path = SPECS / "german.coh"
     model = drop_properties(load_spec(path), ["coherent", "sharer_has_copy_or_message"])
     result = prove_all(model, timeout=300)
