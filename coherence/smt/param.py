@@ -21,6 +21,7 @@ encoder raises ``Unsupported`` with the construct's location: never a silent pas
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -737,7 +738,6 @@ QUERY_SECONDS = 60.0  # per obligation in all, when no small counterexample exis
 
 def _prove(model: ir.Model, timeout: float | None, start: float,
            notes: list[str]) -> ParamResult:
-    from coherence.smt.param_cti import find_cti
     _enc, _cur, queries = obligations(model)
     status: dict[str, str] = {}  # goal -> proved | cti | unknown
     ctis: list[str] = []
@@ -759,31 +759,13 @@ def _prove(model: ir.Model, timeout: float | None, start: float,
             unknown.append(f"--timeout {timeout:g} s reached")
             status[q.goal] = "unknown"
             continue
-        # a quick try for the proof, then a small counterexample, then the long try; queries
-        # of one action share everything but their last formula: one incremental solver each
-        # (about 3x faster than a fresh solver per query)
         context = tuple(a.get_id() for a in q.assertions[:-1])
-        if context != shared_context:
+        if context != shared_context:  # queries of one action share all but their last formula
             shared, shared_context = z3.Solver(), context
             shared.add(*q.assertions[:-1])
-        solver = shared
-        solver.set("timeout", max(1, int(min(budget, QUICK_SECONDS) * 1000)))
-        answer = solver.check(q.assertions[-1])
-        if answer == z3.unknown:  # the other solver configuration sometimes does better
-            solver = z3.Solver()
-            solver.add(*q.assertions)
-            solver.set("timeout", max(1, int(max(0.001, left(2 * QUICK_SECONDS)) * 1000)))
-            answer = solver.check()
+        answer, cti, why = _settle(model, q, shared, left)
         if answer == z3.unsat:
             continue
-        cti = None
-        if q.what != "init":
-            cti = find_cti(model, q, max(0.1, left(CTI_SECONDS)))
-            if cti is None and answer != z3.sat and left(QUERY_SECONDS) > QUICK_SECONDS:
-                solver.set("timeout", max(1, int(left(QUERY_SECONDS) * 1000)))
-                answer = solver.check()
-                if answer == z3.unsat:
-                    continue
         where = ("the initial state" if q.what == "init"
                  else f"{q.what} (for some number of agents)")
         if answer == z3.sat or cti is not None:
@@ -794,8 +776,7 @@ def _prove(model: ir.Model, timeout: float | None, start: float,
                 details.append(cti)
         else:
             status[q.goal] = "unknown"
-            unknown.append(f"Z3 answered unknown on {q.goal}, {q.what} "
-                           f"({solver.reason_unknown()})")
+            unknown.append(f"Z3 answered unknown on {q.goal}, {q.what} ({why})")
     done = [name for name, st in status.items() if st == "proved"]
     seconds = time.perf_counter() - start
     if not unknown and not ctis:
@@ -809,6 +790,38 @@ def _prove(model: ir.Model, timeout: float | None, start: float,
                                          "lines (see above)")
     return ParamResult("unknown", done, ctis, [], None, notes, reason,
                        time.perf_counter() - start, details)
+
+
+def _settle(model: ir.Model, q: Query, shared: Any,
+            left: Callable[[float], float]) -> tuple[Any, Any, str]:
+    """(answer, concrete CTI or None, why unknown) of one query: a quick try on the action's
+    incremental solver (about 3x faster than a fresh solver per query), a counterexample with
+    1-2 agents, a fresh solver, a counterexample with 3-4 agents, then the long try."""
+    from coherence.smt.param_cti import MAX_AGENTS, find_cti
+    step = q.what != "init"
+    shared.set("timeout", max(1, int(max(0.001, left(QUICK_SECONDS)) * 1000)))
+    answer = shared.check(q.assertions[-1])
+    why = shared.reason_unknown() if answer == z3.unknown else ""
+    if answer == z3.unsat:
+        return answer, None, why
+    cti = find_cti(model, q, max(0.1, left(CTI_SECONDS)), range(1, 3)) if step else None
+    if cti is not None:
+        return answer, cti, why
+    fresh = z3.Solver()
+    fresh.add(*q.assertions)
+    if answer == z3.unknown:
+        fresh.set("timeout", max(1, int(max(0.001, left(2 * QUICK_SECONDS)) * 1000)))
+        answer = fresh.check()
+        why = fresh.reason_unknown() if answer == z3.unknown else ""
+        if answer == z3.unsat:
+            return answer, None, why
+    if step:
+        cti = find_cti(model, q, max(0.1, left(CTI_SECONDS)), range(3, MAX_AGENTS + 1))
+    if cti is None and answer == z3.unknown and left(QUERY_SECONDS) > 2 * QUICK_SECONDS:
+        fresh.set("timeout", max(1, int(left(QUERY_SECONDS) * 1000)))
+        answer = fresh.check()
+        why = fresh.reason_unknown() if answer == z3.unknown else ""
+    return answer, cti, why
 
 
 REFUTE_SECONDS = 20.0  # default budget for looking for a concrete counterexample

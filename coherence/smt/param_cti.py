@@ -25,11 +25,12 @@ from coherence.trace import TraceReplayError, describe
 MAX_AGENTS = 4
 
 
-def find_cti(model: ir.Model, query: Any, seconds: float) -> Cti | None:
+def find_cti(model: ir.Model, query: Any, seconds: float,
+             sizes: range = range(1, MAX_AGENTS + 1)) -> Cti | None:
     """A replayed counterexample to induction of ``query`` with few agents, or None."""
     from coherence.smt.param import HOME, NODE, UNDEF_N
     deadline = time.perf_counter() + seconds
-    for k in range(1, MAX_AGENTS + 1):
+    for k in sizes:
         left = deadline - time.perf_counter()
         if left <= 0:
             return None
