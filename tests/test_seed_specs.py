@@ -2,7 +2,8 @@
 
 Counts are pinned (Stateright-style) for 2-4 GPUs with and without symmetry. The coherence
 monitor (``property coherent``) multiplies the state space about 200 times, so the 4-GPU rows
-run with it skipped and its 3-GPU rows are in the slow tier.
+run with it skipped and its 3-GPU rows are in the slow tier (more than ~20 s each; the times
+are in docs/library.md). tests/test_library.py requires every spec in specs/ to be pinned.
 """
 
 from __future__ import annotations
