@@ -785,6 +785,7 @@ def _prove(model: ir.Model, timeout: float | None, start: float,
     if refuted is not None:
         refuted.proved, refuted.ctis, refuted.notes = done, ctis, notes
         refuted.cti_details = details
+        refuted.seconds = time.perf_counter() - start
         return refuted
     reason = unknown[0] if unknown else ("not inductive for every N: add `invariant aux` "
                                          "lines (see above)")
