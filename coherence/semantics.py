@@ -88,6 +88,26 @@ class Violation(NamedTuple):
 # ---------------------------------------------------------------- execution environment
 
 
+def _quantifier(forall: bool, name: str, values: Callable[[_Env], Iterable[Any]],
+                body: Compiled) -> Compiled:
+    """forall/exists of ``body`` with the local ``name`` bound to each of ``values(env)``."""
+
+    def quant(env: _Env) -> int:
+        saved = env.locals.get(name, None)
+        try:
+            for v in values(env):
+                env.locals[name] = v
+                if bool(body(env)) != forall:
+                    return int(not forall)
+            return int(forall)
+        finally:
+            if saved is None:
+                env.locals.pop(name, None)
+            else:
+                env.locals[name] = saved
+    return quant
+
+
 class _Env:
     __slots__ = (
         "agent",
@@ -248,23 +268,7 @@ class Semantics:
         if isinstance(e, ir.Quant):
             body = self.expr(e.body)
             dom = list(ir.domain(e.var_type))
-            name = e.var
-            forall = e.kind == "forall"
-
-            def quant(env: _Env) -> int:
-                saved = env.locals.get(name, None)
-                try:
-                    for v in dom:
-                        env.locals[name] = v
-                        if bool(body(env)) != forall:
-                            return int(not forall)
-                    return int(forall)
-                finally:
-                    if saved is None:
-                        env.locals.pop(name, None)
-                    else:
-                        env.locals[name] = saved
-            return quant
+            return _quantifier(e.kind == "forall", e.var, lambda env: dom, body)
         if isinstance(e, ir.InFlight):
             return self._inflight(e)
         if isinstance(e, ir.MsgQuant):
@@ -366,20 +370,7 @@ class Semantics:
                         for q in queue if q[0] == t]
             return []
 
-        def quant(env: _Env) -> int:
-            saved = env.locals.get(name, None)
-            try:
-                for m in messages(env):
-                    env.locals[name] = m
-                    if bool(body(env)) != forall:
-                        return int(not forall)
-                return int(forall)
-            finally:
-                if saved is None:
-                    env.locals.pop(name, None)
-                else:
-                    env.locals[name] = saved
-        return quant
+        return _quantifier(forall, name, messages, body)
 
     # ------------------------------------------------------------ statements
 
