@@ -19,7 +19,7 @@ from coherence import ir
 from coherence.encode import decode, encode
 from coherence.semantics import CoherenceViolation, Outcome, Semantics, State, Violation
 from coherence.symmetry import Symmetry
-from coherence.trace import Step, replay_path
+from coherence.trace import Step, TraceReplayError, replay_path
 
 
 @attrs.define
@@ -61,6 +61,7 @@ class CheckResult:
     failures: list[Failure]
     stopped: str | None  # why the search stopped early, if it did
     properties: list[str]
+    notes: list[str] = attrs.Factory(list)
 
     @property
     def states_per_second(self) -> float:
@@ -82,8 +83,25 @@ class CheckOptions:
     progress_every: float = 0.5
 
 
+NOT_SYMMETRIC = ("symmetry reduction was turned off: this model is not symmetric in its agents "
+                 "(a trace through symmetry-reduced states did not replay; e.g. a bus "
+                 "broadcast whose receivers' order decides the outcome), so the search was "
+                 "run again over every state")
+
+
 def check(model: ir.Model, options: CheckOptions | None = None) -> CheckResult:
-    return _Search(model, options or CheckOptions()).run()
+    options = options or CheckOptions()
+    try:
+        return _Search(model, options).run()
+    except TraceReplayError:
+        if not options.symmetry:
+            raise
+    # NOTE(symmetry-soundness): symmetry reduction is exact only for models whose behaviour
+    # does not depend on agent ids; a reduced path that cannot be replayed concretely proves
+    # this one's does, and its reduced answer cannot be trusted either way.
+    result = _Search(model, attrs.evolve(options, symmetry=False)).run()
+    result.notes.append(NOT_SYMMETRIC)
+    return result
 
 
 def property_names(model: ir.Model) -> list[str]:

@@ -55,6 +55,7 @@ def result_json(result: CheckResult) -> dict[str, Any]:
         "properties": {name: ("fails" if name in failed or (
             name == "errors" and "error" in failed) else (
             "unknown" if result.stopped else "holds")) for name in result.properties},
+        "notes": result.notes,
         "failures": [
             {"kind": f.kind, "property": f.name, "message": f.message, "length": f.length,
              "location": f.span, "trace": [s.to_json() for s in f.trace]}
@@ -87,6 +88,8 @@ def print_check_result(model: Model, result: CheckResult) -> None:
         else:
             marks.append(f"[green]{name} holds[/]")
     out.print("properties: " + ", ".join(marks))
+    for note in result.notes:
+        out.print(f"[yellow]note[/]: {note}")
     colour = {"holds": "green", "fails": "red", "incomplete": "yellow"}[result.verdict]
     verdict = result.verdict.upper()
     if result.stopped:
