@@ -3,8 +3,9 @@
 Every spec in specs/*.coh and every mutant in specs/mutants/ is exported (with the coherence
 monitor skipped: the export leaves it out, docs/rumur.md) and checked by Rumur. Needs rumur and
 cc (Debian: rumur, gcc); skipped when they are missing. The default tier runs every spec at 2
-agents and one mutant per base spec; the slow tier (`python -m pytest -m slow
-tests/test_export_murphi.py`) adds 3 and 4 agents and every mutant at 2 and 3 agents.
+agents, the 3- and 4-agent cases measured under ~15 s (build and both checkers) and one mutant
+per base spec; the slow tier (`python -m pytest -m slow tests/test_export_murphi.py`) adds the
+other 3- and 4-agent cases and every mutant at 2 and 3 agents. Times: docs/rumur.md.
 """
 
 from __future__ import annotations
@@ -26,7 +27,15 @@ SPECS = sorted(Path("specs").glob("*.coh"))
 MUTANTS = sorted(Path("specs/mutants").glob("*.coh"))
 # The default tier keeps one mutant per base spec (each Rumur build takes 4-10 s).
 DEFAULT_MUTANTS = {"msi_snoop_no_inval_on_upgrade", "mesi_snoop_shared_wire_ignored",
-                   "german_gnte_while_shared", "msi_dir_putack_on_unordered"}
+                   "german_gnte_while_shared", "msi_dir_putack_on_unordered",
+                   "mesi_dir_store_keeps_e"}
+# (spec, agents) above 2 whose whole test (cc -O0 build, both checkers) measured under ~15 s.
+FAST = {("msi_snooping", 3), ("mesi_snooping", 3), ("broadcast_invalidate", 3),
+        ("broadcast_invalidate_acked", 3), ("msi_snooping", 4), ("mesi_snooping", 4),
+        ("broadcast_invalidate", 4)}
+# Out of reach: Rumur's verifier did not finish in run_rumur's 600 s (msi_directory at 4
+# agents, even built with -O2; mesi_directory's space is 1.6 times larger). docs/rumur.md.
+OUT_OF_REACH = {("msi_directory", 4), ("mesi_directory", 4)}
 
 
 def _model(path: Path, agents: int):
@@ -47,7 +56,9 @@ def _spec_cases() -> list:
     out = []
     for p in SPECS:
         for agents in (2, 3, 4):
-            slow = agents >= 3
+            if (p.stem, agents) in OUT_OF_REACH:
+                continue
+            slow = agents >= 3 and (p.stem, agents) not in FAST
             out.append(pytest.param(p, agents, id=f"{p.stem}-{agents}",
                                     marks=[pytest.mark.slow] if slow else []))
     return out
