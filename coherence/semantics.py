@@ -683,6 +683,8 @@ class Semantics:
         lines, nets, monitor = state
         machine = self.model.machine(act.machine)
         tr = machine.transitions[act.transition]
+        if not self._can_take(lines[act.line], nets, machine, tr, act):
+            return None
         env = _Env(self, act.line, lines[act.line], nets)
         env.agent = act.agent
         for p, v in zip(tr.params, act.params, strict=True):
@@ -710,6 +712,30 @@ class Semantics:
             except ModelError as err:
                 return Outcome(act, None, tuple(env.performs), err)
         return Outcome(act, (new_lines, tuple(env.nets), new_monitor), tuple(env.performs))
+
+    def _can_take(self, line: tuple, nets: tuple, machine: ir.Machine, tr: ir.Transition,
+                  act: Action) -> bool:
+        """Whether the machine is in one of the transition's states and the message is at
+        the head of its queue (or in the unordered network): an action replayed from outside
+        (a Z3 model, a saved trace) is checked like one found by ``enabled``."""
+        if act.agent is None:
+            current = line[1][0] if line[1] else None
+        elif 0 <= act.agent < len(line[2]):
+            current = line[2][act.agent][0]
+        else:
+            return False
+        if current is None or machine.state_type.members[current] not in tr.states:
+            return False
+        if act.kind != "message":
+            return True
+        if act.msg is None or not 0 <= act.net < len(nets):
+            return False
+        contents = nets[act.net]
+        if self.model.networks[act.net].ordering == "unordered":
+            return act.msg in contents
+        line_i, src, dst, t, fields = act.msg
+        queue = dict(contents).get((src, dst, line_i), ())
+        return bool(queue) and queue[0] == (t, fields)
 
     def _remove_message(self, env: _Env, net_i: int, msg: tuple) -> None:
         net = self.model.networks[net_i]

@@ -237,3 +237,33 @@ def test_bus_delivers_within_the_step() -> None:
     result = check(load_spec_text(ATOMIC, "bus.coh", {"agents": 2, "values": 3}))
     assert result.states == 3  # only mem varies; nothing is ever in flight
     assert result.depth == 1
+
+
+TWO_STATES = """
+network net: unordered, capacity = 2;
+message Ping;
+event Go;
+home machine H { state R; init R; on Ping in R { } }
+cache machine C {
+  stable state I, S;
+  init I;
+  on Go in I { send Ping to home; goto S; }
+}
+"""
+
+
+def test_an_action_from_outside_is_checked_like_an_enabled_one() -> None:
+    """A replayed action (from Z3 or a saved trace) in the wrong state, for an agent that
+    does not exist, or receiving a message that is not there, is not enabled: ``execute``
+    says None instead of running it."""
+    from coherence.semantics import Semantics
+    sem = Semantics(load_spec_text(TWO_STATES, "two.coh", {"agents": 2}))
+    start = sem.initial_states()[0]
+    go = next(o for o in sem.enabled(start)[0] if o.action.agent == 0)
+    after = go.state
+    assert after is not None
+    assert sem.execute(after, go.action) is None  # C[0] is in S now: Go is only taken in I
+    assert sem.execute(start, go.action._replace(agent=7)) is None
+    receive = next(o for o in sem.enabled(after)[0] if o.action.kind == "message")
+    assert sem.execute(after, receive.action) is not None
+    assert sem.execute(start, receive.action) is None  # no Ping in flight yet
