@@ -32,6 +32,7 @@ from coherence.checker import Failure
 from coherence.errors import NO_SPAN, Span
 from coherence.smt.execute import TRUE, Exec, all_of, any_of, b2i, truth
 from coherence.smt.state import WIDTH, Unsupported, ivar, num
+from coherence.smt.tables import ModelTables
 
 NODE = z3.DeclareSort("Node")
 HOME = z3.Const("home", NODE)
@@ -98,18 +99,9 @@ class PState:
         return PState(list(self.globals), list(self.home), list(self.cvars), nets)
 
 
-class ParamEncoder:
+class ParamEncoder(ModelTables):
     def __init__(self, model: ir.Model) -> None:
-        from coherence.semantics import Semantics
-        self.model = model
-        self.sem = Semantics(model)
-        self.home = model.home
-        self.cache = model.caches[0] if model.caches else None
-        self.msg_index = self.sem.msg_index
-        self.net_index = self.sem.net_index
-        self.global_slot = self.sem.global_slot
-        self.var_slot = self.sem.var_slot
-        self.field_pos = self.sem.field_pos
+        super().__init__(model)
         self.max_fields = max((len(m.fields) for m in model.messages), default=0)
         self.n = 0  # no concrete agent ids in this encoding
         if model.lines != 1:
@@ -218,10 +210,8 @@ class ParamEncoder:
             for v, arr in zip(self.cache.vars, s.cvars[1:], strict=True):
                 inner.append(scalar(arr[y], v.type))
             parts.append(z3.ForAll([y], all_of(inner)))
-        enc_senders = _senders(self)
-
         def src_ok(t: int, a: Any) -> Any:
-            kinds = enc_senders[t]
+            kinds = self.senders[t]
             return any_of(([a == HOME] if "home" in kinds else [])
                           + ([is_agent(a)] if "cache" in kinds else []))
 
@@ -256,17 +246,6 @@ class ParamEncoder:
                 inner.append(z3.Implies(count[a, b] > k, any_of(opts)))
             parts.append(z3.ForAll([a, b], all_of(inner)))
         return all_of(parts)
-
-
-def _senders(enc: ParamEncoder) -> dict[int, set[str]]:
-    from coherence.spec.lower import walk_stmts
-    out: dict[int, set[str]] = {i: set() for i in range(len(enc.model.messages))}
-    for machine in enc.model.machines:
-        for tr in machine.transitions:
-            for st in walk_stmts(tr.body):
-                if isinstance(st, (ir.Send, ir.Broadcast)):
-                    out[enc.msg_index[st.message]].add(machine.kind)
-    return out
 
 
 class PExec(Exec):

@@ -18,7 +18,6 @@ from typing import Any, NamedTuple
 import z3
 
 from coherence import ir
-from coherence.semantics import Semantics
 from coherence.smt.execute import (
     FALSE,
     TRUE,
@@ -32,6 +31,7 @@ from coherence.smt.execute import (
     truth,
 )
 from coherence.smt.state import Layout, MonAgent, SymState, ivar, num, rebuild, terms, undef
+from coherence.smt.tables import ModelTables
 
 
 class ActionSpec(NamedTuple):
@@ -58,34 +58,13 @@ class StepResult(NamedTuple):
 Group = tuple[str, str]
 
 
-class Encoder:
+class Encoder(ModelTables):
     def __init__(self, model: ir.Model) -> None:
-        self.model = model
+        super().__init__(model)
         self.n = model.agents
-        self.sem = Semantics(model)
         self.layout = Layout(model)
-        self.home = model.home
-        self.cache = model.caches[0] if model.caches else None
-        self.msg_index = self.sem.msg_index
-        self.net_index = self.sem.net_index
-        self.global_slot = self.sem.global_slot
-        self.var_slot = self.sem.var_slot
-        self.field_pos = self.sem.field_pos
         self.coherence_names = [p.name for p in model.properties if p.kind == "coherence"]
         self.actions = self._actions()
-        self.senders = self._senders()
-
-    def _senders(self) -> dict[int, set[str]]:
-        """Per message type, the kinds of machine ("home", "cache") with a send of it: the
-        source of a message in flight is always one of those (used to bound induction)."""
-        from coherence.spec.lower import walk_stmts
-        out: dict[int, set[str]] = {i: set() for i in range(len(self.model.messages))}
-        for machine in self.model.machines:
-            for tr in machine.transitions:
-                for st in walk_stmts(tr.body):
-                    if isinstance(st, (ir.Send, ir.Broadcast)):
-                        out[self.msg_index[st.message]].add(machine.kind)
-        return out
 
     def src_ok(self, t: int, src: Any) -> Any:
         kinds = self.senders[t]

@@ -1,0 +1,33 @@
+"""What every Z3 encoder looks up about a model: the semantics' index tables, and which kinds
+of machine send each message (the source of a message in flight is always one of those)."""
+
+from __future__ import annotations
+
+from coherence import ir
+from coherence.semantics import Semantics
+
+
+class ModelTables:
+    def __init__(self, model: ir.Model) -> None:
+        self.model = model
+        self.sem = Semantics(model)
+        self.home = model.home
+        self.cache = model.caches[0] if model.caches else None
+        self.msg_index = self.sem.msg_index
+        self.net_index = self.sem.net_index
+        self.global_slot = self.sem.global_slot
+        self.var_slot = self.sem.var_slot
+        self.field_pos = self.sem.field_pos
+        self.senders = message_senders(model, self.msg_index)
+
+
+def message_senders(model: ir.Model, msg_index: dict[str, int]) -> dict[int, set[str]]:
+    """Per message type, the kinds of machine ("home", "cache") with a send of it."""
+    from coherence.spec.lower import walk_stmts
+    out: dict[int, set[str]] = {i: set() for i in range(len(model.messages))}
+    for machine in model.machines:
+        for tr in machine.transitions:
+            for st in walk_stmts(tr.body):
+                if isinstance(st, (ir.Send, ir.Broadcast)):
+                    out[msg_index[st.message]].add(machine.kind)
+    return out
