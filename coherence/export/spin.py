@@ -1,12 +1,13 @@
 """Compile and run a Promela model with Spin (Debian's ``spin``) and gcc: safety checking only.
 
-``spin -a`` writes the verifier, gcc builds it with ``-DSAFETY`` (assertions and invalid end
-states; no cycle detection) and a state vector large enough for the model, and ``./pan`` runs
-it with a depth limit. Its summary lines are parsed, never evaluated. pan stops at its first
-error, so for a failing model only the verdict compares; the failure's kind and message are
-read back by replaying the trail (``spin -t``): the failing ``assert``'s line carries a
-``/* coherence-failure: ... */`` tag.
-A search cut short by the depth limit is "incomplete", never a pass.
+``spin -a -o2`` writes the verifier (``-o2`` keeps write-only variables in the stored state,
+which Spin drops by default, so that its count relates exactly to ours); gcc builds it with
+``-DSAFETY`` (assertions and invalid end states; no cycle detection) and a state vector large
+enough for the model, and ``./pan`` runs it with a depth limit. Its summary lines are parsed,
+never evaluated. pan stops at its first error, so for a failing model only the verdict
+compares; the failure's kind and message are read back by replaying the trail (``spin -t``):
+the failing ``assert``'s line carries a ``/* coherence-failure: ... */`` tag. A search cut
+short by the depth or memory limit is "incomplete", never a pass.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def run_spin(promela: str, max_depth: int = 2_000_000, optimize: bool = False,
         (d / "model.pml").write_text(promela, encoding="utf-8")
         vector = _vector_size(promela)
         t0 = time.perf_counter()
-        _run(["spin", "-a", "model.pml"], d, timeout)
+        _run(["spin", "-a", "-o2", "model.pml"], d, timeout)
         _run(["gcc", "-O2" if optimize else "-O0", "-w", "-DSAFETY", f"-DVECTORSZ={vector}",
               f"-DMEMLIM={memory_mb}", "-o", "pan", "pan.c"], d, timeout)
         t1 = time.perf_counter()
