@@ -335,33 +335,13 @@ class Semantics:
             return lambda env: fn(_check(a(env), what, span), _check(b(env), what, span))
         return lambda env: int(fn(_check(a(env), what, span), _check(b(env), what, span)))
 
-    def _inflight(self, e: ir.InFlight) -> Compiled:
-        t = self.msg_index[e.message]
-        net = self.net_index[self.model.message(e.message).network]
+    def _messages(self, message: str) -> Callable[[_Env], list[tuple[int, int, tuple]]]:
+        """(src, dst, fields) of every message of this type in flight, on the env's line."""
+        t = self.msg_index[message]
+        net = self.net_index[self.model.message(message).network]
         ordering = self.model.networks[net].ordering
-        dst = self.expr(e.dst) if e.dst is not None else None
 
-        def inflight(env: _Env) -> int:
-            d = dst(env) if dst is not None else None
-            contents = env.nets[net]
-            if ordering == "unordered":
-                return int(any(m[0] == env.line and m[3] == t and (d is None or m[2] == d)
-                               for m in contents))
-            if ordering == "fifo":
-                return int(any(k[2] == env.line and (d is None or k[1] == d) and any(
-                    q[0] == t for q in queue) for k, queue in contents))
-            return 0
-        return inflight
-
-    def _msg_quant(self, e: ir.MsgQuant) -> Compiled:
-        """Binds the variable to (src, dst, fields) of each message of the type in flight."""
-        t = self.msg_index[e.message]
-        net = self.net_index[self.model.message(e.message).network]
-        ordering = self.model.networks[net].ordering
-        body = self.expr(e.body)
-        name, forall = e.var, e.kind == "forall"
-
-        def messages(env: _Env) -> Iterable[tuple[int, int, tuple]]:
+        def messages(env: _Env) -> list[tuple[int, int, tuple]]:
             contents = env.nets[net]
             if ordering == "unordered":
                 return [(m[1], m[2], m[4]) for m in contents if m[0] == env.line and m[3] == t]
@@ -369,8 +349,21 @@ class Semantics:
                 return [(k[0], k[1], q[1]) for k, queue in contents if k[2] == env.line
                         for q in queue if q[0] == t]
             return []
+        return messages
 
-        return _quantifier(forall, name, messages, body)
+    def _inflight(self, e: ir.InFlight) -> Compiled:
+        messages = self._messages(e.message)
+        dst = self.expr(e.dst) if e.dst is not None else None
+
+        def inflight(env: _Env) -> int:
+            d = dst(env) if dst is not None else None
+            return int(any(d is None or m[1] == d for m in messages(env)))
+        return inflight
+
+    def _msg_quant(self, e: ir.MsgQuant) -> Compiled:
+        """Binds the variable to (src, dst, fields) of each message of the type in flight."""
+        return _quantifier(e.kind == "forall", e.var, self._messages(e.message),
+                           self.expr(e.body))
 
     # ------------------------------------------------------------ statements
 

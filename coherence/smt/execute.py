@@ -270,24 +270,9 @@ class Exec:
         return b2i(all_of(decided) if forall else any_of(decided))
 
     def inflight(self, e: ir.InFlight, c: Any) -> Any:
-        t = self.enc.msg_index[e.message]
-        net_i = self.enc.net_index[self.enc.model.message(e.message).network]
         d = self.expr(e.dst, c) if e.dst is not None else None
-        contents = self.nets[net_i]
-        net = self.enc.model.networks[net_i]
-        if net.ordering == "unordered":
-            return b2i(any_of([all_of([s.valid, s.line == self.line, s.type == t,
-                                       TRUE if d is None else s.dst == d]) for s in contents]))
-        if net.ordering == "fifo":
-            out = []
-            for (_src, dst, ln), q in contents.items():
-                if ln != self.line:
-                    continue
-                here = TRUE if d is None else d == dst
-                out.append(all_of([here, any_of([all_of([q.count > k, ty == t])
-                                                 for k, ty in enumerate(q.types)])]))
-            return b2i(any_of(out))
-        return num(0)
+        return b2i(any_of([present if d is None else all_of([present, dst == d])
+                           for present, (_src, dst, _f) in self.messages(e.message)]))
 
     def messages(self, message: str) -> list[tuple[Any, tuple[Any, Any, list[Any]]]]:
         """(present, (src, dst, fields)) for every place a message of this type can be."""

@@ -3,17 +3,17 @@ mypyvy do; Padon et al., "Ivy: safety verification by interactive generalization
 
 Nodes (agents, the home node and "undefined") are one uninterpreted sort ``Node`` with two
 distinguished constants; per-agent variables are arrays over it, sets of agents are arrays to
-Bool, FIFO networks are arrays over (src, dst). Each transition becomes one action whose acting
-agent, agent parameters and message source are existentially chosen constants. Invariants are
-universally quantified; the inductive check is
+Bool. FIFO networks are arrays over (src, dst) with their per-pair capacity (exact); unordered
+networks keep one message per (type, src, dst) (``UNet``). Each transition becomes one action
+whose acting agent, agent parameters and message source are existentially chosen constants.
+Invariants are universally quantified; the inductive check is
 
-    init ⇒ Inv        and        Inv(s) ∧ T(s, s') ⇒ Inv(s')    (one query per property)
+    init ⇒ P        and        Inv(s) ∧ action(s, s') ⇒ P(s')    (one query per action and P)
 
 with Inv the conjunction of every invariant (the spec's ``invariant aux`` lines included), no
-model error and no message without a transition. The capacity of networks is ignored (sends
-never block), which only adds behaviours, so a proof stays sound for every capacity.
+model error and no message without a transition (see ``obligations``).
 
-Outside this fragment (unordered networks, the atomic bus, ``for``/``broadcast``, arithmetic on
+Outside this fragment (the atomic bus, ``for``, ``broadcast`` on FIFO networks, arithmetic on
 the number of agents, sizes of sets other than emptiness, the coherence monitor, deadlock) the
 encoder raises ``Unsupported`` with the construct's location: never a silent pass.
 """
@@ -564,24 +564,21 @@ def _step(enc: ParamEncoder, s: PState, machine: ir.Machine, tr: ir.Transition,
             consts.append(v)
             pre.append(z3.And(v >= min(ir.domain(p.type)), v <= max(ir.domain(p.type))))
         ex.locals[p.name] = v
-    if tr.kind == "message" and isinstance(ex.nets[enc.net_index[
-            enc.model.message(tr.name).network]], UNet):
+    if tr.kind == "message":
         t = enc.msg_index[tr.name]
-        unet = ex.nets[enc.net_index[enc.model.message(tr.name).network]]
+        net_i = enc.net_index[enc.model.message(tr.name).network]
         src = z3.Const(f"{tag}|src", NODE)
         consts.append(src)
         dst = ex.agent if ex.agent is not None else HOME
-        pre += [src != UNDEF_N, unet.present[t][src, dst]]
+        pre.append(src != UNDEF_N)
+    if tr.kind == "message" and isinstance(ex.nets[net_i], UNet):
+        unet = ex.nets[net_i]
+        pre.append(unet.present[t][src, dst])
         ex.msg = (src, [f[src, dst] for f in unet.fields[t]], t)
         unet.present[t] = z3.Store(unet.present[t], src, dst, False)
     elif tr.kind == "message":
-        t = enc.msg_index[tr.name]
-        net_i = enc.net_index[enc.model.message(tr.name).network]
         count, types, fields = ex.nets[net_i]
-        src = z3.Const(f"{tag}|src", NODE)
-        consts.append(src)
-        dst = ex.agent if ex.agent is not None else HOME
-        pre += [src != UNDEF_N, count[src, dst] > 0, types[0][src, dst] == t]
+        pre += [count[src, dst] > 0, types[0][src, dst] == t]
         ex.msg = (src, [f[src, dst] for f in fields[0]], t)
         cap = len(types)
         new_types = [z3.Store(types[k], src, dst, types[k + 1][src, dst]) if k + 1 < cap
@@ -601,8 +598,9 @@ def _step(enc: ParamEncoder, s: PState, machine: ir.Machine, tr: ir.Transition,
     return ex.alive(), any_of(ex.errs), ex.pstate, consts, any_of(ex.dups)
 
 
-def _properties(enc: ParamEncoder, s: PState, steps: list[Any]) -> dict[str, Any]:
-    """Each checked property as a formula over ``s`` (True when it holds)."""
+def _properties(enc: ParamEncoder, s: PState) -> dict[str, Any]:
+    """Each property of a single state as a formula over ``s`` (True when it holds); "no
+    action errs" is built per action by ``obligations``."""
     props: dict[str, Any] = {}
     for inv in enc.model.invariants:
         ex = PExec(enc, s)
@@ -629,7 +627,6 @@ def _properties(enc: ParamEncoder, s: PState, steps: list[Any]) -> dict[str, Any
                 nt.append(z3.Exists([a, b], z3.And(where, first,
                                                    any_of([st == i for i in missing]))))
     props["no-transition:*"] = z3.Not(any_of(nt))
-    props["error:error"] = z3.Not(any_of([err for err, _consts in steps]))
     return props
 
 
@@ -672,8 +669,7 @@ def obligations(model: ir.Model) -> tuple[ParamEncoder, PState, list[Query]]:
     enc = ParamEncoder(model)
     cur = enc.fresh("s")
     acts = _actions(enc)
-    props = _properties(enc, cur, [])
-    props.pop("error:error")
+    props = _properties(enc, cur)
     errs = []  # (action index, its error condition in ``cur``)
     for i, (machine, tr) in enumerate(acts):
         err = _step(enc, cur, machine, tr, f"e{i}")[1]
@@ -691,8 +687,7 @@ def obligations(model: ir.Model) -> tuple[ParamEncoder, PState, list[Query]]:
         if not z3.is_false(dup):
             out.append(Query(ONE_PER_KIND, f"action {label}", [*base, *inv, ok, dup], cur,
                              (machine, tr), consts))
-        post = _properties(enc, succ, [])
-        post.pop("error:error")
+        post = _properties(enc, succ)
         for name, p in post.items():
             out.append(Query(name, f"action {label}", [*base, *inv, ok, z3.Not(p)], cur,
                              (machine, tr), consts))
