@@ -35,17 +35,20 @@ State = tuple[Any, ...]
 class ModelError(Exception):
     """A run-time error of the model (read of undefined, range overflow, no transition...)."""
 
-    def __init__(self, message: str, span: Span | None = None) -> None:
+    def __init__(self, message: str, span: Span | None = None, code: str = "error") -> None:
         super().__init__(message)
         self.message = message
         self.span = span
+        # NOTE(failure-keys): what kind of error this is, without the values in the message:
+        # with the span it identifies the failure in every engine (results.FailureKey).
+        self.code = code
 
 
 class CoherenceViolation(ModelError):
     """The coherence monitor saw a load that no coherence order explains."""
 
     def __init__(self, message: str, properties: list[str]) -> None:
-        super().__init__(message)
+        super().__init__(message, code="coherence")
         self.properties = properties
 
 
@@ -156,7 +159,7 @@ Compiled = Callable[[_Env], Any]
 
 def _check(v: int, what: str, span: Span) -> int:
     if v == UNDEF:
-        raise ModelError(f"read of undefined value ({what})", span)
+        raise ModelError(f"read of undefined value ({what})", span, "undefined")
     return v
 
 
@@ -234,7 +237,7 @@ class Semantics:
             def index(env: _Env) -> int:
                 arr = base(env)
                 if arr == UNDEF:
-                    raise ModelError("read of undefined array", span)
+                    raise ModelError("read of undefined array", span, "undefined-array")
                 return arr[_check(idx(env), "array index", span) - off]
             return index
         if isinstance(e, ir.Unary):
@@ -290,9 +293,9 @@ class Semantics:
         def agent(env: _Env) -> int:
             a = f(env)
             if a == UNDEF:
-                raise ModelError("agent index is undefined", span)
+                raise ModelError("agent index is undefined", span, "undefined-agent")
             if a >= n:
-                raise ModelError("the home node is not an agent", span)
+                raise ModelError("the home node is not an agent", span, "not-agent")
             return a
         return agent
 
@@ -416,7 +419,7 @@ class Semantics:
             def send(env: _Env) -> None:
                 d = dst(env)
                 if d == UNDEF:
-                    raise ModelError("send to an undefined destination", span)
+                    raise ModelError("send to an undefined destination", span, "undefined-dst")
                 self.deliver(env, t, tuple(f(env) for f in args), d, span)
             return send
         if isinstance(s, ir.Broadcast):
@@ -453,7 +456,7 @@ class Semantics:
 
             def assert_(env: _Env) -> None:
                 if not _check(cond(env), "assert condition", span):
-                    raise ModelError(f"assertion failed: {text}", span)
+                    raise ModelError(f"assertion failed: {text}", span, "assert")
             return assert_
         raise TypeError(f"cannot compile {s!r}")  # pragma: no cover
 
@@ -463,7 +466,7 @@ class Semantics:
         def checked(env: _Env) -> int:
             v = value(env)
             if rng is not None and v != UNDEF and not rng[0] <= v <= rng[1]:
-                raise ModelError(f"value {v} is out of range {target.type}", span)
+                raise ModelError(f"value {v} is out of range {target.type}", span, "range")
             return v
 
         if isinstance(target, ir.GVar):
@@ -492,7 +495,8 @@ class Semantics:
         def new_value(env: _Env) -> tuple:
             arr = base_get(env)
             if arr == UNDEF:
-                raise ModelError("assignment into an undefined array", span)
+                raise ModelError("assignment into an undefined array", span,
+                                     "undefined-array")
             i = _check(idx(env), "array index", span) - off
             lst = list(arr)
             lst[i] = checked(env)
@@ -528,11 +532,12 @@ class Semantics:
         """Atomic bus: the receiver's transition runs inside the sender's step."""
         if env.depth > 8:
             raise ModelError("messages on the atomic bus keep triggering each other "
-                             "(more than 8 nested deliveries)", span)
+                             "(more than 8 nested deliveries)", span, "bus-nesting")
         machine = self.home if dst == self.home_id else self.cache
         name = self.model.messages[t].name
         if machine is None:
-            raise ModelError(f"{name} sent to a machine the spec does not have", span)
+            raise ModelError(f"{name} sent to a machine the spec does not have", span,
+                             "no-machine")
         agent = None if machine.kind == "home" else dst
         state = env.home[0] if agent is None else env.caches[agent][0]
         saved = (env.agent, env.msg, env.locals, env.goto)
@@ -544,12 +549,13 @@ class Semantics:
             if not candidates:
                 raise ModelError(f"no transition for {name} in state "
                                  f"{machine.state_type.members[state]} of "
-                                 f"{_machine_label(machine, agent)}", span)
+                                 f"{_machine_label(machine, agent)}", span, "bus-no-transition")
             if any(tr.stall for tr in candidates):
-                raise ModelError(f"{name} cannot stall on the atomic bus", span)
+                raise ModelError(f"{name} cannot stall on the atomic bus", span, "bus-stall")
             if len(enabled) != 1:
                 raise ModelError(f"{len(enabled)} transitions of {machine.name} can take {name} "
-                                 "on the atomic bus; exactly one must", span)
+                                 "on the atomic bus; exactly one must", span,
+                                 "bus-ambiguous")
             env.depth += 1
             self._bodies[(machine.name, enabled[0].index)](env)
             env.depth -= 1
