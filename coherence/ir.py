@@ -11,6 +11,8 @@ are indices, sets of agents are bitmasks, arrays are tuples) or ``None`` for "un
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import attrs
 
 from coherence.errors import NO_SPAN, Span
@@ -418,6 +420,17 @@ class Assert:
 
 Stmt = Assign | If | For | Let | Send | Broadcast | Goto | Perform | Assert
 
+
+def walk_stmts(stmts: tuple[Stmt, ...]) -> Iterator[Stmt]:
+    """Every statement of a body, nested ones (in ``if`` and ``for``) included."""
+    for s in stmts:
+        yield s
+        if isinstance(s, If):
+            yield from walk_stmts(s.then)
+            yield from walk_stmts(s.orelse)
+        elif isinstance(s, For):
+            yield from walk_stmts(s.body)
+
 # ---------------------------------------------------------------- declarations
 
 
@@ -562,6 +575,9 @@ class Model:
     machines: tuple[Machine, ...]
     invariants: tuple[Invariant, ...]
     properties: tuple[Property, ...]
+    # the front end's record of the parsed spec, so that ``coherence.spec.load.rebind`` can
+    # bind it to other parameter values in memory; opaque here and not part of the IR's value
+    origin: object = attrs.field(default=None, eq=False, repr=False)
 
     def machine(self, name: str) -> Machine:
         for m in self.machines:

@@ -353,11 +353,10 @@ class MurphiExporter:
     def msg_dirs(self, name: str) -> list[str]:
         """The directions a message can travel, from its sends: a quantifier over messages
         must not ask whether the home node is an agent for a direction never used."""
-        from coherence.spec.lower import walk_stmts
         out = set()
         for machine in self.m.machines:
             for tr in machine.transitions:
-                for st in walk_stmts(tr.body):
+                for st in ir.walk_stmts(tr.body):
                     if isinstance(st, ir.Broadcast) and st.message == name:
                         out.add("a2a" if machine.kind == "cache" else "h2a")
                     if not isinstance(st, ir.Send) or st.message != name:

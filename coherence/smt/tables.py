@@ -23,11 +23,10 @@ class ModelTables:
 
 def message_senders(model: ir.Model, msg_index: dict[str, int]) -> dict[int, set[str]]:
     """Per message type, the kinds of machine ("home", "cache") with a send of it."""
-    from coherence.spec.lower import walk_stmts
     out: dict[int, set[str]] = {i: set() for i in range(len(model.messages))}
     for machine in model.machines:
         for tr in machine.transitions:
-            for st in walk_stmts(tr.body):
+            for st in ir.walk_stmts(tr.body):
                 if isinstance(st, (ir.Send, ir.Broadcast)):
                     out[msg_index[st.message]].add(machine.kind)
     return out

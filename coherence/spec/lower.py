@@ -492,7 +492,7 @@ class _Lowerer:
         # Sends to a machine that has no transition for the message at all.
         for machine in self.machines.values():
             for t in machine.transitions:
-                for s in _walk_stmts(t.body):
+                for s in ir.walk_stmts(t.body):
                     if isinstance(s, (ir.Send, ir.Broadcast)):
                         self.check_receiver(s)
 
@@ -1065,21 +1065,6 @@ def _is_constant(e: ir.Expr) -> bool:
     if isinstance(e, ir.SetLit):
         return all(_is_constant(x) for x in e.elems)
     return False
-
-
-def _walk_stmts(stmts: tuple[ir.Stmt, ...]) -> Iterator[ir.Stmt]:
-    for s in stmts:
-        yield s
-        if isinstance(s, ir.If):
-            yield from _walk_stmts(s.then)
-            yield from _walk_stmts(s.orelse)
-        elif isinstance(s, ir.For):
-            yield from _walk_stmts(s.body)
-
-
-def walk_stmts(stmts: tuple[ir.Stmt, ...]) -> Iterator[ir.Stmt]:
-    """Every statement, nested ones included (used by back ends and checks)."""
-    return _walk_stmts(stmts)
 
 
 _ = (Any, lark)
