@@ -293,7 +293,9 @@ class Layout:
             slots = tuple(self._add(f"net.{net.name}[{i}]", SlotKind.RECORD, width)
                           for i in range(net.capacity))
             return attrs.evolve(layout, slots=slots)
-        kind_of = (lambda node: "home" if node == self.n else "cache")
+        def kind_of(node: int) -> str:
+            return "home" if node == self.n else "cache"
+
         pairs = []
         queues = []
         for line in range(m.lines):
