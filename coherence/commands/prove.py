@@ -27,6 +27,10 @@ def add_args(p: argparse.ArgumentParser) -> None:
                    help="BMC: keep going to depth K to find each property's first failure")
     p.add_argument("--timeout", type=float, metavar="S",
                    help="give up after S seconds (reported as unknown, never as a pass)")
+    p.add_argument("--rlimit", type=int, metavar="N",
+                   help="bound each Z3 check by N of Z3's resource units instead of wall-clock "
+                        "caps: the same verdict however loaded the machine is (unknown, never "
+                        "a pass, when it runs out)")
     p.add_argument("--no-deadlock", dest="deadlock", action="store_false",
                    help="do not check for deadlock")
     p.add_argument("--skip", action="append", default=[], metavar="NAME",
@@ -59,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
     from coherence.spec.select import drop_properties
 
     n, any_n = _agents(args)
+    if args.rlimit is not None and args.rlimit < 1:
+        raise SpecError("--rlimit N needs N >= 1", NO_SPAN)
     model = drop_properties(load_spec(args.spec, parse_overrides(args.param, n)), args.skip)
     show = progress_enabled(args.progress) and not args.json
     if any_n:
@@ -85,7 +91,8 @@ def _run_bmc(args: argparse.Namespace, model: Any, show: bool) -> int:
         err.print(f"depth {d.depth}: {d.seconds:.2f} s (total {d.cumulative:.1f} s)")
 
     result = bmc(model, args.bmc, deadlock=args.deadlock, all_failures=args.all_failures,
-                 timeout=args.timeout, progress=progress if show else None)
+                 timeout=args.timeout, rlimit=args.rlimit,
+                 progress=progress if show else None)
     _save(args, model, result.failures, "prove --bmc")
     if args.json:
         emit_json(bmc_json(model, result))
@@ -104,7 +111,8 @@ def _run_induction(args: argparse.Namespace, model: Any) -> int:
 
     if args.induction < 1:
         raise SpecError("--induction K needs K >= 1", NO_SPAN)
-    result = induction(model, args.induction, deadlock=args.deadlock, timeout=args.timeout)
+    result = induction(model, args.induction, deadlock=args.deadlock, timeout=args.timeout,
+                       rlimit=args.rlimit)
     _save(args, model, result.failures, "prove --induction")
     if args.json:
         emit_json(induction_json(model, result))
@@ -120,7 +128,7 @@ def _run_param(args: argparse.Namespace, model: Any) -> int:
     from coherence.smt.param import prove_all
     from coherence.smt.report import param_json, print_param
 
-    result = prove_all(model, timeout=args.timeout)
+    result = prove_all(model, timeout=args.timeout, rlimit=args.rlimit)
     _save(args, model, result.failures, "prove --agents any")
     if args.json:
         emit_json(param_json(model, result))

@@ -53,13 +53,18 @@ def group_key(g: Group) -> str:
 
 
 def bmc(model: ir.Model, max_depth: int, *, deadlock: bool = True, all_failures: bool = False,
-        timeout: float | None = None,
+        timeout: float | None = None, rlimit: int | None = None,
         progress: Callable[[DepthStat], None] | None = None) -> BmcResult:
+    """Check every failure group at depths 0..max_depth. ``timeout`` caps the run in seconds;
+    ``rlimit`` bounds each check by Z3's deterministic resource count (the same answer on a
+    loaded machine: tests use it). Either one running out is an unknown, never a pass."""
     start = time.perf_counter()
     enc = Encoder(model)
     system = System(enc, deadlock)
     lay = enc.layout
     solver = z3.SolverFor("QF_BV")
+    if rlimit is not None:
+        solver.set("rlimit", rlimit)
     states = [lay.fresh("s0")]
     solver.add(system.equal(states[0], enc.initial_state()))
     sels: list[Any] = []

@@ -52,9 +52,11 @@ class InductionResult:
 
 
 def induction(model: ir.Model, k: int, *, deadlock: bool = True,
-              timeout: float | None = None) -> InductionResult:
+              timeout: float | None = None, rlimit: int | None = None) -> InductionResult:
+    """k-induction: BMC to depth k (the base case), then the inductive step. ``rlimit`` bounds
+    each Z3 check by its deterministic resource count (see ``bmc``)."""
     start = time.perf_counter()
-    base = bmc(model, k, deadlock=deadlock, timeout=timeout)
+    base = bmc(model, k, deadlock=deadlock, timeout=timeout, rlimit=rlimit)
     if base.verdict == "fails":
         return InductionResult(k, "fails", base.failures, None, None,
                                time.perf_counter() - start)
@@ -64,6 +66,8 @@ def induction(model: ir.Model, k: int, *, deadlock: bool = True,
     enc = Encoder(model)
     system = System(enc, deadlock)
     solver = z3.SolverFor("QF_BV")
+    if rlimit is not None:
+        solver.set("rlimit", rlimit)
     if timeout is not None:
         left = timeout - (time.perf_counter() - start)
         if left <= 0:

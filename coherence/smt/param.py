@@ -21,15 +21,14 @@ encoder raises ``Unsupported`` with the construct's location: never a silent pas
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
 import attrs
 import z3
 
 from coherence import ir
-from coherence.checker import Failure
-from coherence.errors import NO_SPAN, Span
+from coherence.errors import NO_SPAN, Span, SpecError
+from coherence.results import Failure
 from coherence.smt.execute import TRUE, Exec, all_of, any_of, b2i, truth
 from coherence.smt.state import WIDTH, Unsupported, ivar, num
 from coherence.smt.tables import ModelTables
@@ -631,15 +630,21 @@ def _properties(enc: ParamEncoder, s: PState) -> dict[str, Any]:
 
 
 def prove_all(model: ir.Model, timeout: float | None = None,
-              refute_depth: int = 10) -> ParamResult:
-    """Prove every invariant for every number of agents, or refute at a concrete size."""
+              refute_depth: int = 10, rlimit: int | None = None) -> ParamResult:
+    """Prove every invariant for every number of agents, or refute at a concrete size.
+
+    ``timeout`` caps the whole run in seconds. ``rlimit`` bounds each Z3 check by Z3's
+    deterministic resource count instead of the per-phase wall-clock caps (QUICK_SECONDS, ...),
+    so that the verdict does not depend on how loaded the machine is (tests use it).
+    """
     start = time.perf_counter()
+    budget = Budget(timeout, rlimit, start)
     notes = ["deadlock freedom is not part of a proof for every N (check it at fixed sizes)"]
     try:
         _check_agents_free(model)
-        return _prove(model, timeout, start, notes)
+        return _prove(model, budget, refute_depth, notes)
     except Unsupported as unsupported:
-        refuted = _refute(model, refute_depth, _budget(timeout), start)
+        refuted = _refute(model, refute_depth, budget)
         if refuted is not None:
             refuted.notes = [f"no proof attempted: {unsupported.message}", *notes]
             return refuted
@@ -708,36 +713,60 @@ def _label(tr: ir.Transition) -> str:
 QUICK_SECONDS = 5.0  # per obligation, before looking for a small counterexample
 CTI_SECONDS = 20.0  # for that search (param_cti)
 QUERY_SECONDS = 60.0  # per obligation in all, when no small counterexample exists
+REFUTE_SECONDS = 20.0  # default budget for looking for a concrete counterexample
 
 
-def _prove(model: ir.Model, timeout: float | None, start: float,
+@attrs.define
+class Budget:
+    """How long each Z3 check may run. By default each phase has a wall-clock cap (the
+    ``*_SECONDS`` above) within the overall ``timeout``; with ``rlimit``, every check is bounded
+    by that many of Z3's resource units instead (deterministic: the same answers on a loaded
+    machine), and only an explicit ``timeout`` adds a wall-clock limit."""
+
+    timeout: float | None
+    rlimit: int | None
+    start: float
+
+    def seconds(self, cap: float) -> float | None:
+        """The wall-clock limit of a check whose phase allows ``cap`` s (None: no limit)."""
+        rest = None if self.timeout is None else self.timeout - (time.perf_counter() - self.start)
+        if self.rlimit is not None:
+            return rest
+        return cap if rest is None else min(cap, rest)
+
+    def expired(self) -> bool:
+        return self.timeout is not None and time.perf_counter() - self.start >= self.timeout
+
+    def limit(self, solver: Any, cap: float) -> None:
+        """Bound the solver's next checks as a phase with ``cap`` seconds may run."""
+        seconds = self.seconds(cap)
+        if seconds is not None:
+            solver.set("timeout", max(1, int(max(0.001, seconds) * 1000)))
+        if self.rlimit is not None:
+            solver.set("rlimit", self.rlimit)
+
+
+def _prove(model: ir.Model, budget: Budget, refute_depth: int,
            notes: list[str]) -> ParamResult:
     _enc, _cur, queries = obligations(model)
     status: dict[str, str] = {}  # goal -> proved | cti | unknown
     ctis: list[str] = []
     details: list[Any] = []
     unknown: list[str] = []
-
-    def left(cap: float) -> float:
-        if timeout is None:
-            return cap
-        return min(cap, timeout - (time.perf_counter() - start))
-
     shared_context: tuple[int, ...] = ()
     shared = z3.Solver()
     for q in queries:
         if status.setdefault(q.goal, "proved") != "proved":
             continue  # one counterexample per property is enough
-        budget = left(QUERY_SECONDS)
-        if budget <= 0:
-            unknown.append(f"--timeout {timeout:g} s reached")
+        if budget.expired():
+            unknown.append(f"--timeout {budget.timeout:g} s reached")
             status[q.goal] = "unknown"
             continue
         context = tuple(a.get_id() for a in q.assertions[:-1])
         if context != shared_context:  # queries of one action share all but their last formula
             shared, shared_context = z3.Solver(), context
             shared.add(*q.assertions[:-1])
-        answer, cti, why = _settle(model, q, shared, left)
+        answer, cti, why = _settle(model, q, shared, budget)
         if answer == z3.unsat:
             continue
         where = ("the initial state" if q.what == "init"
@@ -752,10 +781,11 @@ def _prove(model: ir.Model, timeout: float | None, start: float,
             status[q.goal] = "unknown"
             unknown.append(f"Z3 answered unknown on {q.goal}, {q.what} ({why})")
     done = [name for name, st in status.items() if st == "proved"]
+    start = budget.start
     seconds = time.perf_counter() - start
     if not unknown and not ctis:
         return ParamResult("holds", done, [], [], None, notes, None, seconds)
-    refuted = _refute(model, 10, _budget(timeout), time.perf_counter())
+    refuted = _refute(model, refute_depth, budget)
     if refuted is not None:
         refuted.proved, refuted.ctis, refuted.notes = done, ctis, notes
         refuted.cti_details = details
@@ -768,80 +798,69 @@ def _prove(model: ir.Model, timeout: float | None, start: float,
 
 
 def _settle(model: ir.Model, q: Query, shared: Any,
-            left: Callable[[float], float]) -> tuple[Any, Any, str]:
+            budget: Budget) -> tuple[Any, Any, str]:
     """(answer, concrete CTI or None, why unknown) of one query: a quick try on the action's
     incremental solver (about 3x faster than a fresh solver per query), a counterexample with
-    1-2 agents, a fresh solver, a counterexample with 3-4 agents, then the long try."""
+    1-2 agents, a fresh solver, a counterexample with 3-4 agents, then the long try (only
+    under wall-clock caps: with ``rlimit`` it would repeat the fresh solver's check)."""
     from coherence.smt.param_cti import MAX_AGENTS, find_cti
     step = q.what != "init"
-    shared.set("timeout", max(1, int(max(0.001, left(QUICK_SECONDS)) * 1000)))
+    budget.limit(shared, QUICK_SECONDS)
     answer = shared.check(q.assertions[-1])
     why = shared.reason_unknown() if answer == z3.unknown else ""
     if answer == z3.unsat:
         return answer, None, why
-    cti = find_cti(model, q, max(0.1, left(CTI_SECONDS)), range(1, 3)) if step else None
+    cti = find_cti(model, q, budget, range(1, 3)) if step else None
     if cti is not None:
         return answer, cti, why
     fresh = z3.Solver()
     fresh.add(*q.assertions)
     if answer == z3.unknown:
-        fresh.set("timeout", max(1, int(max(0.001, left(2 * QUICK_SECONDS)) * 1000)))
+        budget.limit(fresh, 2 * QUICK_SECONDS)
         answer = fresh.check()
         why = fresh.reason_unknown() if answer == z3.unknown else ""
         if answer == z3.unsat:
             return answer, None, why
     if step:
-        cti = find_cti(model, q, max(0.1, left(CTI_SECONDS)), range(3, MAX_AGENTS + 1))
-    if cti is None and answer == z3.unknown and left(QUERY_SECONDS) > 2 * QUICK_SECONDS:
-        fresh.set("timeout", max(1, int(left(QUERY_SECONDS) * 1000)))
+        cti = find_cti(model, q, budget, range(3, MAX_AGENTS + 1))
+    long_try = budget.rlimit is None and (budget.seconds(QUERY_SECONDS) or 0) > 2 * QUICK_SECONDS
+    if cti is None and answer == z3.unknown and long_try:
+        budget.limit(fresh, QUERY_SECONDS)
         answer = fresh.check()
         why = fresh.reason_unknown() if answer == z3.unknown else ""
     return answer, cti, why
 
 
-REFUTE_SECONDS = 20.0  # default budget for looking for a concrete counterexample
-
-
-def _budget(timeout: float | None) -> float:
-    return REFUTE_SECONDS if timeout is None else min(timeout, REFUTE_SECONDS)
-
-
-def _refute(model: ir.Model, depth: int, timeout: float | None,
-            start: float) -> ParamResult | None:
-    """Look for a concrete counterexample at 2 and 3 agents (BMC, replayed)."""
+def _refute(model: ir.Model, depth: int, budget: Budget) -> ParamResult | None:
+    """Look for a concrete counterexample at 2 and 3 agents (BMC, replayed), in at most
+    REFUTE_SECONDS from now (or, with ``rlimit``, with each check bounded by it)."""
     from coherence.smt.bmc import bmc
-    from coherence.spec.load import load_spec
+    from coherence.spec.load import rebind
+    start = time.perf_counter()
     for n in (2, 3):
-        left = max(0.1, (timeout or REFUTE_SECONDS) - (time.perf_counter() - start))
+        left = budget.seconds(REFUTE_SECONDS - (time.perf_counter() - start))
         try:
-            instance = load_spec(model.file, {"agents": n})
-        except Exception:  # the spec's agents range may exclude n
+            instance = rebind(model, {"agents": n})
+        except SpecError:  # the spec's agents range may exclude n
             continue
-        instance = _same_selection(instance, model)
-        result = bmc(instance, depth, deadlock=False, timeout=left)
+        result = bmc(instance, depth, deadlock=False,
+                     timeout=None if left is None else max(0.1, left), rlimit=budget.rlimit)
         if result.verdict == "fails":
             return ParamResult("fails", [], [], result.failures, n, [], None,
-                               time.perf_counter() - start)
+                               time.perf_counter() - budget.start)
     return None
 
 
-def _same_selection(instance: ir.Model, model: ir.Model) -> ir.Model:
-    keep_inv = {i.name for i in model.invariants}
-    keep_prop = {p.name for p in model.properties}
-    return attrs.evolve(instance,
-                        invariants=tuple(i for i in instance.invariants if i.name in keep_inv),
-                        properties=tuple(p for p in instance.properties if p.name in keep_prop))
-
-
 def _check_agents_free(model: ir.Model) -> None:
-    """The spec must not use the number of agents as a number: lower it again with another
-    agent count and compare; a differing literal is reported where it is."""
-    from coherence.spec.load import load_spec
+    """The spec must not use the number of agents as a number: bind it again to another agent
+    count (keeping every other parameter) and compare; a differing literal is reported where
+    it is."""
+    from coherence.spec.load import rebind
     try:
-        other = _same_selection(load_spec(model.file, {"agents": model.agents + 1}), model)
-    except Exception:
-        raise Unsupported("cannot re-read the spec with another number of agents",
-                          NO_SPAN) from None
+        other = rebind(model, {"agents": model.agents + 1})
+    except SpecError as e:
+        raise Unsupported(f"cannot bind the spec to {model.agents + 1} agents to check that "
+                          f"it does not depend on their number: {e.message}", NO_SPAN) from None
     # size()'s type int[0..agents] is not a use of the number
     where = _first_difference(model, other, model.agents)
     if where is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import z3
 
@@ -22,21 +22,26 @@ from coherence.smt.induction import Cti
 from coherence.smt.state import as_int
 from coherence.trace import TraceReplayError, describe
 
+if TYPE_CHECKING:
+    from coherence.smt.param import Budget
+
 MAX_AGENTS = 4
 
 
-def find_cti(model: ir.Model, query: Any, seconds: float,
+def find_cti(model: ir.Model, query: Any, budget: Budget,
              sizes: range = range(1, MAX_AGENTS + 1)) -> Cti | None:
-    """A replayed counterexample to induction of ``query`` with few agents, or None."""
-    from coherence.smt.param import HOME, NODE, UNDEF_N
-    deadline = time.perf_counter() + seconds
+    """A replayed counterexample to induction of ``query`` with few agents, or None; all
+    sizes together get the budget's CTI_SECONDS (or, with ``rlimit``, each check is bounded
+    by it)."""
+    from coherence.smt.param import CTI_SECONDS, HOME, NODE, UNDEF_N
+    start = time.perf_counter()
     for k in sizes:
-        left = deadline - time.perf_counter()
-        if left <= 0:
+        left = budget.seconds(CTI_SECONDS - (time.perf_counter() - start))
+        if left is not None and left <= 0:
             return None
         elems = [HOME, UNDEF_N, *(z3.Const(f"cti_agent{i}", NODE) for i in range(k))]
         solver = z3.Solver()
-        solver.set("timeout", max(1, int(left * 1000)))
+        budget.limit(solver, CTI_SECONDS - (time.perf_counter() - start))
         memo: dict[int, Any] = {}
         solver.add(*(expand(a, elems, NODE, memo) for a in query.assertions))
         solver.add(z3.Distinct(*elems))
@@ -124,19 +129,18 @@ class _Concrete:
 
 def _replay(model: ir.Model, query: Any, m: z3.ModelRef, home: Any, undef: Any,
             agents: list[Any]) -> Cti | None:
+    from coherence.errors import SpecError
     from coherence.smt.extract import describe_state
-    from coherence.spec.load import load_spec
+    from coherence.spec.load import rebind
     from coherence.spec.select import drop_properties
     c = _Concrete(m, home, undef, agents)
     if c.n == 0:
         return None
     try:
-        inst = load_spec(model.file, {"agents": c.n})
-    except Exception:  # the spec's parameters may not allow this many agents
+        inst = rebind(model, {"agents": c.n})
+    except SpecError:  # the spec's parameters may not allow this many agents
         return None
-    keep = {i.name for i in model.invariants}
-    inst = drop_properties(inst, [i.name for i in inst.invariants if i.name not in keep]
-                           + [p.name for p in inst.properties])
+    inst = drop_properties(inst, [p.name for p in inst.properties])
     from coherence.smt.system import Encoder
     enc = Encoder(inst)
     sem = enc.sem

@@ -5,15 +5,58 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+import attrs
+import lark
+
 from coherence.errors import NO_SPAN, SpecError, read_source
 from coherence.ir import Model
 from coherence.spec.lower import lower
 from coherence.spec.parse import parse
 
 
+@attrs.frozen(eq=False)
+class SpecSource:
+    """A parsed spec kept with every model lowered from it (``Model.origin``), so that a back
+    end can bind it to other parameter values without reading the file again (the file may
+    have changed, and the command line's ``--param`` values must survive)."""
+
+    file: str
+    text: str
+    tree: lark.Tree
+
+
 def load_spec_text(text: str, file: str = "<spec>",
                    overrides: Mapping[str, int] | None = None) -> Model:
-    return lower(parse(text, file), file, text, dict(overrides or {}))
+    source = SpecSource(file, text, parse(text, file))
+    return _bind(source, dict(overrides or {}))
+
+
+def _bind(source: SpecSource, values: dict[str, int]) -> Model:
+    return attrs.evolve(lower(source.tree, source.file, source.text, values), origin=source)
+
+
+def rebind(model: Model, overrides: Mapping[str, int]) -> Model:
+    """``model`` with some parameters (``agents`` among them) set to other values, lowered again
+    in memory from the parse tree it came from.
+
+    Every other parameter keeps the value ``model`` was bound to (its command-line overrides
+    included), and the result checks the same invariants and properties as ``model`` (what
+    ``--skip`` dropped stays dropped). A value outside a parameter's range is a SpecError.
+    """
+    source = model.origin
+    if not isinstance(source, SpecSource):
+        raise SpecError(f"{model.file}: this model was not loaded from a spec, so it cannot be "
+                        "bound to other parameter values", NO_SPAN)
+    values = {p.name: p.value for p in model.params}
+    values.update(overrides)
+    other = _bind(source, values)
+    keep_inv = {i.name for i in model.invariants}
+    keep_prop = {p.name for p in model.properties}
+    return attrs.evolve(
+        other,
+        invariants=tuple(i for i in other.invariants if i.name in keep_inv),
+        properties=tuple(p for p in other.properties if p.name in keep_prop),
+    )
 
 
 def load_spec(path: str | Path, overrides: Mapping[str, int] | None = None) -> Model:
