@@ -1,0 +1,263 @@
+"""The compiled engine: the model generated as C, explored by the fixed C runtime on every core.
+
+``co_run`` runs in a Python thread (ctypes releases the GIL for the call), while the calling
+thread polls the runtime's progress counters for the live progress line and turns SIGINT and
+SIGTERM into ``co_request_stop()``, so an interrupted search ends cleanly with a partial
+result. Failures come back as paths of packed states; the driver in ``coherence.engines``
+replays them through the reference semantics.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import signal
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import FrameType
+from typing import Any, ClassVar
+
+from coherence import ir
+from coherence.engines.api import RawFailure, RawResult
+from coherence.engines.compiled.build import CompilerNotFound, build, find_compiler
+from coherence.layout import Layout
+from coherence.results import CheckOptions, FailureKey, Progress
+
+DEADLOCK: FailureKey = ("deadlock",)
+
+
+class CoOptions(ctypes.Structure):
+    _fields_ = [
+        ("threads", ctypes.c_int32),
+        ("symmetry", ctypes.c_int32),
+        ("deadlock", ctypes.c_int32),
+        ("stop_at_first", ctypes.c_int32),
+        ("max_states", ctypes.c_uint64),
+        ("max_depth", ctypes.c_int64),
+        ("memory_limit", ctypes.c_uint64),
+        ("table_log2", ctypes.c_int32),
+        ("reserved", ctypes.c_int32),
+    ]
+
+
+class CoProgress(ctypes.Structure):
+    _fields_ = [
+        ("states", ctypes.c_uint64),
+        ("rules", ctypes.c_uint64),
+        ("depth", ctypes.c_uint64),
+        ("frontier", ctypes.c_uint64),
+        ("expanded", ctypes.c_uint64),
+        ("bytes_in_use", ctypes.c_uint64),
+        ("peak_bytes", ctypes.c_uint64),
+        ("table_slots", ctypes.c_uint64),
+        ("resizes", ctypes.c_uint64),
+        ("resize_ns", ctypes.c_uint64),
+        ("state_bytes", ctypes.c_uint64),
+        ("stop_reason", ctypes.c_int64),
+    ]
+
+
+# co_run's return values (co_runtime.h)
+DONE, MAX_STATES, MAX_DEPTH, MEMORY, INTERRUPT, FIRST = range(6)
+
+
+class Library:
+    """One loaded model library. The runtime keeps its search in static storage, so one
+    search at a time per library (``lock``)."""
+
+    _loaded: ClassVar[dict[Path, Library]] = {}
+    _loaded_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lock = threading.Lock()
+        lib = ctypes.CDLL(str(path))
+        lib.co_run.argtypes = [ctypes.POINTER(CoOptions)]
+        lib.co_run.restype = ctypes.c_int
+        lib.co_request_stop.argtypes = []
+        lib.co_request_stop.restype = None
+        lib.co_get_progress.argtypes = [ctypes.POINTER(CoProgress)]
+        lib.co_get_progress.restype = None
+        for name in ("co_num_keys", "co_state_words", "co_state_bits"):
+            getattr(lib, name).argtypes = []
+            getattr(lib, name).restype = ctypes.c_int
+        lib.co_failure.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_uint64)]
+        lib.co_failure.restype = ctypes.c_int64
+        lib.co_path.argtypes = [ctypes.c_uint64, ctypes.POINTER(ctypes.c_uint64),
+                                ctypes.c_int64]
+        lib.co_path.restype = ctypes.c_int64
+        lib.co_free.argtypes = []
+        lib.co_free.restype = None
+        self.lib = lib
+        self.num_keys = int(lib.co_num_keys())
+        self.words = int(lib.co_state_words())
+        self.bits = int(lib.co_state_bits())
+
+    @classmethod
+    def load(cls, path: Path) -> Library:
+        with cls._loaded_lock:
+            if path not in cls._loaded:
+                cls._loaded[path] = cls(path)
+            return cls._loaded[path]
+
+    def progress(self) -> CoProgress:
+        p = CoProgress()
+        self.lib.co_get_progress(ctypes.byref(p))
+        return p
+
+    def path_to(self, state_id: int) -> list[bytes]:
+        """The packed states (``words * 8`` little-endian bytes each) from an initial state."""
+        n = self.lib.co_path(state_id, None, 0)
+        if n < 0:
+            raise RuntimeError(f"co_path: no state {state_id}")
+        buf = (ctypes.c_uint64 * (n * self.words))()
+        got = self.lib.co_path(state_id, buf, n)
+        assert got == n
+        raw = bytes(buf)
+        size = self.words * 8
+        return [raw[i * size:(i + 1) * size] for i in range(n)]
+
+
+def default_threads() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def stop_message(code: int, options: CheckOptions, memory_limit: int) -> str | None:
+    """The reference engine's wording for each way a search stops early."""
+    if code == DONE:
+        return None
+    if code == MAX_STATES:
+        return f"--max-states {options.max_states} reached"
+    if code == MAX_DEPTH:
+        return f"--max-depth {options.max_depth} reached"
+    if code == FIRST:
+        return "stopped at the first failure"
+    if code == INTERRUPT:
+        return "interrupted"
+    if code == MEMORY:
+        limit = f"{memory_limit / 2**20:.0f} MiB" if memory_limit else "the default limit"
+        return f"memory limit reached ({limit} of state storage)"
+    raise RuntimeError(f"co_run failed with code {code}")
+
+
+class _StopOnSignals:
+    """SIGINT/SIGTERM ask the runtime to stop (only the main thread can install handlers)."""
+
+    def __init__(self, stop: Callable[[], None]) -> None:
+        self.stop = stop
+        self.saved: dict[int, Any] = {}
+
+    def __enter__(self) -> _StopOnSignals:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self.saved[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.stop()
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self.saved.items():
+            signal.signal(sig, handler)
+
+
+def run_library(lib: Library, keys: Sequence[FailureKey], options: CheckOptions,
+                decode: Callable[[bytes], int], table_log2: int = 0) -> RawResult:
+    """One search with a loaded library; ``decode`` turns a packed state's bytes into the
+    layout's integer (``Layout.from_bytes``)."""
+    if len(keys) != lib.num_keys:
+        raise RuntimeError(f"the library has {lib.num_keys} failure keys, the model "
+                           f"{len(keys)}")
+    threads = options.threads or default_threads()
+    memory_limit = options.memory_limit or 0
+    opts = CoOptions(
+        threads=threads, symmetry=int(options.symmetry), deadlock=int(options.deadlock),
+        stop_at_first=int(options.stop_at_first), max_states=options.max_states or 0,
+        max_depth=-1 if options.max_depth is None else options.max_depth,
+        memory_limit=memory_limit, table_log2=table_log2, reserved=0)
+    with lib.lock:
+        outcome: list[int] = []
+
+        def search() -> None:
+            outcome.append(int(lib.lib.co_run(ctypes.byref(opts))))
+
+        start = time.perf_counter()
+        last = start
+        worker = threading.Thread(target=search, name="co_run", daemon=True)
+        with _StopOnSignals(lib.lib.co_request_stop):
+            worker.start()
+            try:
+                while worker.is_alive():
+                    worker.join(timeout=0.05)
+                    now = time.perf_counter()
+                    if options.progress is not None and now - last >= options.progress_every:
+                        last = now
+                        p = lib.progress()
+                        options.progress(Progress(p.states, p.frontier, p.depth, p.rules,
+                                                  now - start, p.bytes_in_use))
+            finally:  # an exception here (e.g. from the progress callback) stops the search
+                if worker.is_alive():
+                    lib.lib.co_request_stop()
+                    worker.join()
+        seconds = time.perf_counter() - start
+        code = outcome[0]
+        stopped = stop_message(code, options, memory_limit)
+        p = lib.progress()
+        found: list[tuple[int, int, RawFailure]] = []
+        depth = ctypes.c_uint64()
+        for k in range(lib.num_keys + 1):
+            sid = lib.lib.co_failure(k, ctypes.byref(depth))
+            if sid >= 0:
+                key = keys[k] if k < lib.num_keys else DEADLOCK
+                found.append((depth.value, k,
+                              RawFailure(key, [decode(b) for b in lib.path_to(sid)])))
+        failures = [f for _, _, f in sorted(found, key=lambda x: x[:2])]
+        lib.lib.co_free()
+    peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    states = int(p.states)
+    lib_stats = {"table_slots": int(p.table_slots), "resizes": int(p.resizes),
+                 "resize_seconds": p.resize_ns / 1e9, "state_bytes": int(p.state_bytes),
+                 "storage_bytes": int(p.bytes_in_use), "peak_storage_bytes": int(p.peak_bytes)}
+    result = RawResult(
+        states=states, rules_fired=int(p.rules), depth=int(p.depth), seconds=seconds,
+        peak_memory_bytes=max(peak_rss, int(p.peak_bytes)),
+        bytes_per_state=p.bytes_in_use / states if states else 0.0,
+        failures=failures, stopped=stopped, threads=threads)
+    LAST_STATS.clear()
+    LAST_STATS.update(lib_stats)
+    return result
+
+
+# The runtime's own figures for the last search (table size, resizes and their time, storage
+# bytes): for benchmarks and the report, not part of RawResult.
+LAST_STATS: dict[str, float] = {}
+
+
+class CompiledEngine:
+    """``--engine compiled``: generated C plus the fixed runtime (issue 13)."""
+
+    name = "compiled"
+
+    def available(self) -> str | None:
+        try:
+            find_compiler()
+        except CompilerNotFound as err:
+            return err.message
+        return None
+
+    def explore(self, model: ir.Model, layout: Layout, options: CheckOptions) -> RawResult:
+        from coherence.engines.compiled.codegen import generate
+
+        generated = generate(model, layout)
+        path, _cached = build(generated.source)
+        lib = Library.load(path)
+        if lib.words != layout.words or lib.bits != layout.bits:
+            raise RuntimeError(f"generated code packs {lib.bits} bits in {lib.words} words, "
+                               f"the layout {layout.bits} in {layout.words}")
+        return run_library(lib, generated.keys, options, layout.from_bytes)

@@ -1,0 +1,645 @@
+/* The compiled engine's fixed runtime: multi-threaded breadth-first search over packed states.
+ *
+ * Built once per model together with the generated model source (co_model.c, see
+ * co_runtime.h and the contract in docs / COMPILED.md):
+ *   cc -std=c11 -O3 -march=native -fPIC -shared -pthread co_runtime.c -I<dir of co_model.c>
+ *
+ * Storage (what makes a state cost CO_BYTES + 4 + 4/load bytes, lossless):
+ *   - states: one contiguous array of packed states, CO_BYTES = ceil(CO_BITS / 8) bytes each
+ *     (the little-endian bytes of layout.pack(), unused high bytes dropped); a state's id is
+ *     its index. The array is a virtual-memory reservation (mmap, MAP_NORESERVE) as large as
+ *     the memory limit allows, so it grows without moving and without locks: pages are
+ *     committed as they are first written.
+ *   - parents: one uint32 id per state, for the shortest path back to an initial state.
+ *   - the visited set: an open-addressing table of uint32 slots, linear probing, lock-free
+ *     insertion with compare-and-swap (Laarman, van de Pol, Weber, "Boosting multi-core
+ *     reachability performance with shared hash tables", FMCAD 2010; Rumur's header.c).
+ *     A slot holds the state's id, not the state: 4 bytes a slot instead of 16+, so the
+ *     table can be kept at a low load (fast probing) for little memory, and doubling it
+ *     moves 4-byte slots, never states or parent references. The bits of a slot that the id
+ *     does not need (32 - log2(capacity)) hold the top bits of the state's hash, so a probe
+ *     reads the state array only when those bits match (Laarman's "hash memoization").
+ *     Slot values: 0 empty; tag|idmask "being written" (claimed, id not yet known);
+ *     tag|(id+1) a stored state.
+ *
+ * Insertion (no locks): claim an empty slot by CAS 0 -> tag|busy, take the next id from the
+ * global counter (fetch-add), write the state and its parent, then publish tag|(id+1) with a
+ * release store. A prober that meets a busy slot with its own tag waits (a few nanoseconds:
+ * one memcpy) for the id. Because ids are handed out only to new states, the states found in
+ * level d+1 are exactly the ids [end of level d, count): the next frontier needs no queue and
+ * no merge, and a chunk of the level is a range of ids.
+ *
+ * Search: level-synchronous BFS. Each level is cut into chunks of ids that the threads take
+ * with a fetch-add (dynamic load balance); the successors of one state are buffered, hashed
+ * and their table slots prefetched, then inserted (memory-level parallelism on the misses
+ * that dominate the hot loop). Invariants are checked when a state is first stored, actions
+ * when it is expanded, so every failure key's first occurrence is at minimal depth: all of
+ * level d is finished before level d+1 starts, and the first CAS on a key's record wins.
+ *
+ * Growth: the table doubles when its load reaches 3/4. Resizing a concurrent table in place
+ * is hard, so the threads stop the world instead: every thread is "active" while it may
+ * touch the table and leaves that state only at safe points (before a probe, at the end of
+ * its share of the level). The thread that sees the table full enough leaves, becomes the
+ * resizer with a CAS, waits until no thread is active, rehashes every id into a table twice
+ * as large (reading the state array sequentially, prefetching the new slots), and lets the
+ * others in again. Seq_cst operations on `active`/`resizing` make this the classic Dekker
+ * handshake.
+ *
+ * Limits: ids are uint32 (at most 2^32 - 3 states); the memory limit bounds states, parents
+ * and table together; a stop (limit, co_request_stop) ends every thread after the state it is
+ * expanding and leaves a consistent partial result (states, parents, failures so far).
+ */
+#define _GNU_SOURCE
+#include "co_runtime.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "co_model.c"
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the packed state format is little-endian; this host is not"
+#endif
+
+#define CO_BYTES ((CO_BITS + 7) / 8 > 0 ? (CO_BITS + 7) / 8 : 1)
+#define CO_NONE UINT32_MAX      /* no parent */
+#define CO_NO_FAILURE UINT64_MAX
+#define SINK_MAX 64             /* successors buffered before they are inserted */
+#define DEFAULT_TABLE_LOG2 16
+#define MIN_TABLE_LOG2 8
+#define MAX_IDS ((uint64_t)UINT32_MAX - 2) /* ids + 1 and the busy marker fit 32 bits */
+
+typedef struct {
+    pthread_mutex_t mutex;
+    pthread_cond_t cond;
+    int count, waiting;
+    unsigned generation;
+} co_barrier;
+
+struct co_sink {
+    uint32_t parent; /* the state being expanded */
+    uint64_t depth;  /* its depth */
+    int failures;    /* co_emit_failure calls for it */
+    int n;           /* buffered successors */
+    uint64_t hash[SINK_MAX];
+    co_state buf[SINK_MAX];
+    uint64_t rules;  /* local counter, flushed per chunk */
+};
+
+static struct {
+    co_options opt;
+    uint8_t *states;               /* CO_BYTES per id */
+    uint32_t *parents;
+    uint64_t reserved_ids;         /* size of the two reservations */
+    _Atomic uint32_t *table;
+    uint64_t cap, mask;
+    int idbits;
+    uint64_t grow_at, hard_at;     /* counts at which to grow / at which inserting stops */
+    uint64_t id_limit;             /* ids the memory limit allows with the current table */
+    bool no_grow;                  /* the memory limit forbids doubling again */
+    _Atomic uint64_t count;
+    _Atomic uint64_t next;         /* next unclaimed id of the level */
+    uint64_t level_start, level_end;
+    _Atomic int active, resizing;
+    _Atomic int stop;              /* a CO_STOP_* reason, 0 while running */
+    _Atomic uint64_t first[CO_NUM_KEYS + 1]; /* depth << 32 | id */
+    _Atomic uint64_t rules, expanded, depth, frontier, bytes, peak, resizes, resize_ns, slots;
+    _Atomic int64_t result;
+    bool finished;
+    co_barrier barrier;
+} S;
+
+/* ------------------------------------------------------------------ helpers */
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void wait_a_little(unsigned *spins) {
+    if (++*spins < 64) {
+        cpu_relax();
+    } else {
+        /* the machine may have fewer free cores than threads: give the CPU away */
+        struct timespec ts = {0, 50000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static inline uint64_t hash_state(const co_state *s) {
+    uint64_t h = 0x9E3779B97F4A7C15ull;
+    for (int i = 0; i < CO_WORDS; i++) {
+        h = (h ^ s->w[i]) * 0xbf58476d1ce4e5b9ull;
+        h ^= h >> 29;
+    }
+    h ^= h >> 32; /* splitmix64's finalizer */
+    h *= 0x94d049bb133111ebull;
+    h ^= h >> 31;
+    return h;
+}
+
+static inline void load_state(uint64_t id, co_state *out) {
+    memset(out, 0, sizeof *out);
+    memcpy(out->w, S.states + id * CO_BYTES, CO_BYTES);
+}
+
+static void request_stop(int reason) {
+    int expected = 0;
+    atomic_compare_exchange_strong(&S.stop, &expected, reason);
+}
+
+void co_request_stop(void) { request_stop(CO_STOP_INTERRUPT); }
+
+static void record_failure(int key, uint32_t id, uint64_t depth) {
+    uint64_t expected = CO_NO_FAILURE;
+    if (key < 0 || key > CO_NUM_KEYS) return; /* a model bug; Python checks the keys */
+    if (atomic_load_explicit(&S.first[key], memory_order_relaxed) != CO_NO_FAILURE) return;
+    atomic_compare_exchange_strong(&S.first[key], &expected, depth << 32 | id);
+}
+
+static void note_bytes(uint64_t bytes) {
+    atomic_store(&S.bytes, bytes);
+    uint64_t peak = atomic_load(&S.peak);
+    while (bytes > peak && !atomic_compare_exchange_weak(&S.peak, &peak, bytes)) {
+    }
+}
+
+static uint64_t storage_bytes(uint64_t count, uint64_t cap) {
+    return count * (CO_BYTES + 4) + cap * 4;
+}
+
+static void barrier_init(co_barrier *b, int count) {
+    pthread_mutex_init(&b->mutex, NULL);
+    pthread_cond_init(&b->cond, NULL);
+    b->count = count;
+    b->waiting = 0;
+    b->generation = 0;
+}
+
+static void barrier_wait(co_barrier *b) {
+    pthread_mutex_lock(&b->mutex);
+    unsigned gen = b->generation;
+    if (++b->waiting == b->count) {
+        b->waiting = 0;
+        b->generation++;
+        pthread_cond_broadcast(&b->cond);
+    } else {
+        while (gen == b->generation) pthread_cond_wait(&b->cond, &b->mutex);
+    }
+    pthread_mutex_unlock(&b->mutex);
+}
+
+/* ------------------------------------------------------------------ the table */
+
+static void *reserve(uint64_t bytes) {
+    void *p = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/* Sets the derived limits of a table of 2^log2 slots. */
+static void set_table(_Atomic uint32_t *table, int log2) {
+    S.table = table;
+    S.idbits = log2;
+    S.cap = (uint64_t)1 << log2;
+    S.mask = S.cap - 1;
+    atomic_store(&S.slots, S.cap);
+    S.grow_at = S.cap / 4 * 3;
+    S.hard_at = S.cap / 10 * 9;
+    uint64_t limit = S.opt.memory_limit;
+    uint64_t table_bytes = S.cap * 4;
+    uint64_t by_memory = limit > table_bytes ? (limit - table_bytes) / (CO_BYTES + 4) : 0;
+    uint64_t margin = (uint64_t)S.opt.threads + 2; /* inserts that may pass the check at once */
+    uint64_t by_reserve = S.reserved_ids > margin ? S.reserved_ids - margin : 0;
+    S.id_limit = by_memory < by_reserve ? by_memory : by_reserve;
+    /* doubling holds both tables at once */
+    S.no_grow = log2 >= 32 || storage_bytes(S.grow_at, S.cap * 3) > limit;
+}
+
+static inline uint32_t slot_tag(uint64_t h) {
+    int tagbits = 32 - S.idbits;
+    return tagbits > 0 ? (uint32_t)(h >> (64 - tagbits)) << S.idbits : 0;
+}
+
+static inline uint32_t id_mask(void) {
+    return (uint32_t)(((uint64_t)1 << S.idbits) - 1);
+}
+
+/* Doubles the table (called by the one resizer while no other thread is active). */
+static void grow(void) {
+    uint64_t t0 = now_ns();
+    int log2 = S.idbits + 1;
+    uint64_t cap = (uint64_t)1 << log2;
+    _Atomic uint32_t *old = S.table;
+    uint64_t old_cap = S.cap;
+    _Atomic uint32_t *table = reserve(cap * 4);
+    if (table == NULL) {
+        S.no_grow = true;
+        return;
+    }
+    uint64_t count = atomic_load(&S.count);
+    note_bytes(storage_bytes(count, cap + old_cap));
+    set_table(table, log2);
+    uint32_t *plain = (uint32_t *)table; /* no other thread reads it yet */
+    enum { AHEAD = 16 };
+    uint64_t ring[AHEAD];
+    for (uint64_t i = 0; i < count + AHEAD; i++) {
+        if (i >= AHEAD) {
+            uint64_t id = i - AHEAD, h = ring[id % AHEAD];
+            uint64_t at = h & S.mask;
+            while (plain[at] != 0) at = (at + 1) & S.mask;
+            plain[at] = slot_tag(h) | (uint32_t)(id + 1);
+        }
+        if (i < count) {
+            co_state s;
+            load_state(i, &s);
+            uint64_t h = hash_state(&s);
+            ring[i % AHEAD] = h;
+            __builtin_prefetch(&plain[h & S.mask], 1);
+        }
+    }
+    munmap((void *)old, old_cap * 4);
+    note_bytes(storage_bytes(count, cap));
+    atomic_fetch_add(&S.resizes, 1);
+    atomic_fetch_add(&S.resize_ns, now_ns() - t0);
+}
+
+static void enter(void) {
+    for (;;) {
+        atomic_fetch_add(&S.active, 1);
+        if (!atomic_load(&S.resizing)) return;
+        atomic_fetch_sub(&S.active, 1);
+        unsigned spins = 0;
+        while (atomic_load(&S.resizing)) wait_a_little(&spins);
+    }
+}
+
+static void leave(void) { atomic_fetch_sub(&S.active, 1); }
+
+/* A safe point: this thread holds no claimed slot. Grows the table or waits for whoever
+ * does. */
+static void safepoint_grow(void) {
+    leave();
+    int expected = 0;
+    if (atomic_compare_exchange_strong(&S.resizing, &expected, 1)) {
+        unsigned spins = 0;
+        while (atomic_load(&S.active) > 0) wait_a_little(&spins);
+        if (atomic_load(&S.count) >= S.grow_at && !S.no_grow) grow();
+        atomic_store(&S.resizing, 0);
+    } else {
+        unsigned spins = 0;
+        while (atomic_load(&S.resizing)) wait_a_little(&spins);
+    }
+    enter();
+}
+
+enum { INS_OLD = 0, INS_NEW = 1, INS_DROPPED = 2 };
+
+/* Adds s (hash h) with its parent unless already present; *id gets its id. */
+static int insert(const co_state *s, uint64_t h, uint32_t parent, uint32_t *id) {
+    for (;;) {
+        uint64_t c = atomic_load_explicit(&S.count, memory_order_relaxed);
+        if (c >= S.grow_at && !S.no_grow) {
+            safepoint_grow();
+            continue;
+        }
+        if (c >= S.hard_at || c >= S.id_limit) {
+            request_stop(CO_STOP_MEMORY);
+            return INS_DROPPED;
+        }
+        break;
+    }
+    const uint32_t tag = slot_tag(h), imask = id_mask(), busy = tag | imask;
+    _Atomic uint32_t *table = S.table;
+    const uint8_t *bytes = (const uint8_t *)s->w;
+    for (uint64_t at = h & S.mask;; at = (at + 1) & S.mask) {
+        uint32_t v = atomic_load_explicit(&table[at], memory_order_acquire);
+        for (;;) {
+            if (v == 0) {
+                if (!atomic_compare_exchange_strong_explicit(&table[at], &v, busy,
+                                                             memory_order_acq_rel,
+                                                             memory_order_acquire))
+                    continue; /* someone else took it: look at what they wrote */
+                uint64_t n = atomic_fetch_add_explicit(&S.count, 1, memory_order_relaxed);
+                memcpy(S.states + n * CO_BYTES, bytes, CO_BYTES);
+                S.parents[n] = parent;
+                atomic_store_explicit(&table[at], tag | (uint32_t)(n + 1), memory_order_release);
+                *id = (uint32_t)n;
+                return INS_NEW;
+            }
+            if ((v & ~imask) != tag) break; /* another state: next slot */
+            if ((v & imask) == imask) {     /* same tag, being written: wait for its id */
+                unsigned spins = 0;
+                do {
+                    wait_a_little(&spins);
+                    v = atomic_load_explicit(&table[at], memory_order_acquire);
+                } while ((v & imask) == imask);
+                continue;
+            }
+            uint64_t other = (v & imask) - 1;
+            if (memcmp(S.states + other * CO_BYTES, bytes, CO_BYTES) == 0) {
+                *id = (uint32_t)other;
+                return INS_OLD;
+            }
+            break;
+        }
+    }
+}
+
+/* A new state: its invariants are checked once, when it is stored. */
+static void check_new_state(const co_state *s, uint32_t id, uint64_t depth) {
+    int keys[CO_NUM_KEYS + 1];
+    int n = co_check_state(s, keys, CO_NUM_KEYS + 1);
+    for (int i = 0; i < n && i < CO_NUM_KEYS + 1; i++) record_failure(keys[i], id, depth);
+}
+
+static void flush_sink(co_sink *sink) {
+    const bool symmetry = S.opt.symmetry != 0;
+    for (int i = 0; i < sink->n; i++) {
+        if (symmetry) co_canonicalize(&sink->buf[i]);
+        sink->hash[i] = hash_state(&sink->buf[i]);
+        __builtin_prefetch((const void *)&S.table[sink->hash[i] & S.mask], 0);
+    }
+    for (int i = 0; i < sink->n; i++) {
+        uint32_t id;
+        int r = insert(&sink->buf[i], sink->hash[i], sink->parent, &id);
+        if (r == INS_NEW) {
+            check_new_state(&sink->buf[i], id, sink->depth + 1);
+        } else if (r == INS_DROPPED) {
+            break;
+        }
+    }
+    sink->n = 0;
+}
+
+CO_FN void co_emit_state(co_sink *sink, const void *succ) {
+    if (sink->n == SINK_MAX) flush_sink(sink);
+    memcpy(&sink->buf[sink->n++], succ, sizeof(co_state));
+}
+
+CO_FN void co_emit_failure(co_sink *sink, int key) {
+    sink->failures++;
+    if (key >= 0 && key < CO_NUM_KEYS) record_failure(key, sink->parent, sink->depth);
+}
+
+static void expand(co_sink *sink, uint32_t id, uint64_t depth) {
+    co_state s;
+    load_state(id, &s);
+    sink->parent = id;
+    sink->depth = depth;
+    sink->failures = 0;
+    sink->n = 0;
+    int live = 0, problems = 0;
+    int fired = co_expand(&s, sink, &live, &problems);
+    sink->rules += (uint64_t)(fired > 0 ? fired : 0);
+    flush_sink(sink);
+    if (S.opt.deadlock && live == 0 && problems == 0 && sink->failures == 0 &&
+        !co_quiescent(&s))
+        record_failure(CO_NUM_KEYS, id, depth);
+}
+
+/* ------------------------------------------------------------------ the search */
+
+static bool any_failure(void) {
+    for (int k = 0; k <= CO_NUM_KEYS; k++)
+        if (atomic_load(&S.first[k]) != CO_NO_FAILURE) return true;
+    return false;
+}
+
+/* Between levels (thread 0 alone): sets the next level or S.finished, as the reference
+ * engine's loop does: stop_at_first and max_depth are checked before a level is expanded. */
+static void next_level(bool first) {
+    uint64_t count = atomic_load(&S.count);
+    int stop = atomic_load(&S.stop);
+    if (stop) {
+        atomic_store(&S.result, stop);
+        S.finished = true;
+        return;
+    }
+    if (!first) {
+        if (count == S.level_end) { /* no new states: done */
+            atomic_store(&S.result, CO_DONE);
+            S.finished = true;
+            return;
+        }
+        atomic_fetch_add(&S.depth, 1);
+    }
+    S.level_start = first ? 0 : S.level_end;
+    S.level_end = count;
+    atomic_store(&S.next, S.level_start);
+    atomic_store(&S.frontier, S.level_end - S.level_start);
+    if (S.opt.stop_at_first && any_failure()) {
+        atomic_store(&S.result, CO_STOP_FIRST);
+        S.finished = true;
+    } else if (S.opt.max_depth >= 0 && atomic_load(&S.depth) >= (uint64_t)S.opt.max_depth) {
+        atomic_store(&S.result, CO_STOP_MAX_DEPTH);
+        S.finished = true;
+    }
+}
+
+static void *worker(void *arg) {
+    const int tid = (int)(intptr_t)arg;
+    co_sink *sink = malloc(sizeof *sink);
+    if (sink == NULL) {
+        request_stop(CO_STOP_MEMORY);
+    }
+    for (;;) {
+        barrier_wait(&S.barrier);
+        if (S.finished) break;
+        const uint64_t end = S.level_end, depth = atomic_load(&S.depth);
+        uint64_t chunk = (end - S.level_start) / ((uint64_t)S.opt.threads * 64);
+        chunk = chunk < 1 ? 1 : chunk > 256 ? 256 : chunk;
+        if (sink != NULL) {
+            sink->rules = 0;
+            enter();
+            while (!atomic_load_explicit(&S.stop, memory_order_relaxed)) {
+                uint64_t a = atomic_fetch_add(&S.next, chunk);
+                if (a >= end) break;
+                uint64_t b = a + chunk < end ? a + chunk : end;
+                uint64_t id;
+                for (id = a; id < b; id++) {
+                    expand(sink, (uint32_t)id, depth);
+                    if (S.opt.max_states && atomic_load_explicit(&S.count, memory_order_relaxed)
+                                                >= S.opt.max_states)
+                        request_stop(CO_STOP_MAX_STATES);
+                    if (atomic_load_explicit(&S.stop, memory_order_relaxed)) {
+                        id++;
+                        break;
+                    }
+                }
+                atomic_fetch_add(&S.rules, sink->rules);
+                atomic_fetch_add(&S.expanded, id - a);
+                sink->rules = 0;
+                note_bytes(storage_bytes(atomic_load(&S.count), S.cap));
+            }
+            leave();
+        }
+        barrier_wait(&S.barrier);
+        if (tid == 0) next_level(false);
+    }
+    free(sink);
+    return NULL;
+}
+
+void co_free(void) {
+    if (S.states) munmap(S.states, S.reserved_ids * CO_BYTES);
+    if (S.parents) munmap(S.parents, S.reserved_ids * 4);
+    if (S.table) munmap((void *)S.table, S.cap * 4);
+    S.states = NULL;
+    S.parents = NULL;
+    S.table = NULL;
+    atomic_store(&S.count, 0);
+}
+
+static uint64_t physical_memory(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : (uint64_t)1 << 32;
+}
+
+int co_run(const co_options *options) {
+    co_free();
+    S.opt = *options;
+    if (S.opt.threads < 1 || S.opt.threads > 4096) return CO_ERR_OPTIONS;
+    if (S.opt.memory_limit == 0) S.opt.memory_limit = physical_memory() / 4 * 3;
+    atomic_store(&S.stop, 0);
+    atomic_store(&S.result, -100);
+    atomic_store(&S.count, 0);
+    atomic_store(&S.active, 0);
+    atomic_store(&S.resizing, 0);
+    atomic_store(&S.rules, 0);
+    atomic_store(&S.expanded, 0);
+    atomic_store(&S.depth, 0);
+    atomic_store(&S.frontier, 0);
+    atomic_store(&S.peak, 0);
+    atomic_store(&S.bytes, 0);
+    atomic_store(&S.resizes, 0);
+    atomic_store(&S.resize_ns, 0);
+    for (int k = 0; k <= CO_NUM_KEYS; k++) atomic_store(&S.first[k], CO_NO_FAILURE);
+    S.finished = false;
+    S.level_start = S.level_end = 0;
+
+    /* Reserve address space for every state the memory limit allows (committed lazily). */
+    uint64_t ids = S.opt.memory_limit / (CO_BYTES + 4);
+    if (ids > MAX_IDS) ids = MAX_IDS;
+    if (ids < 16) ids = 16;
+    for (;;) {
+        S.states = reserve(ids * CO_BYTES);
+        S.parents = reserve(ids * 4);
+        if (S.states && S.parents) break;
+        if (S.states) munmap(S.states, ids * CO_BYTES);
+        if (S.parents) munmap(S.parents, ids * 4);
+        S.states = NULL;
+        S.parents = NULL;
+        if (ids <= 1024) return CO_ERR_NOMEM;
+        ids /= 2;
+    }
+    S.reserved_ids = ids;
+    int log2 = S.opt.table_log2 > 0 ? S.opt.table_log2 : DEFAULT_TABLE_LOG2;
+    if (S.opt.table_log2 <= 0 && S.opt.max_states) { /* no doubling below the bound */
+        while (log2 < 30 && ((uint64_t)1 << log2) / 4 * 3 < S.opt.max_states) log2++;
+    }
+    if (log2 < MIN_TABLE_LOG2) log2 = MIN_TABLE_LOG2;
+    if (log2 > 32) log2 = 32;
+    _Atomic uint32_t *table = reserve(((uint64_t)1 << log2) * 4);
+    if (table == NULL) {
+        co_free();
+        return CO_ERR_NOMEM;
+    }
+    set_table(table, log2);
+
+    /* Level 0: the initial states, canonical, each checked once. */
+    int max_init = 256;
+    co_state *init = NULL;
+    int n;
+    for (;;) {
+        free(init);
+        init = malloc(sizeof(co_state) * (size_t)max_init);
+        if (init == NULL) return CO_ERR_NOMEM;
+        n = co_initial(init, max_init);
+        if (n <= max_init) break;
+        max_init = n;
+    }
+    enter();
+    for (int i = 0; i < n; i++) {
+        if (S.opt.symmetry) co_canonicalize(&init[i]);
+        uint32_t id;
+        int r = insert(&init[i], hash_state(&init[i]), CO_NONE, &id);
+        if (r == INS_NEW) check_new_state(&init[i], id, 0);
+        if (r == INS_DROPPED) break;
+    }
+    leave();
+    free(init);
+    note_bytes(storage_bytes(atomic_load(&S.count), S.cap));
+    next_level(true);
+
+    barrier_init(&S.barrier, S.opt.threads);
+    pthread_t *threads = calloc((size_t)S.opt.threads, sizeof(pthread_t));
+    int started = 1;
+    if (threads != NULL) {
+        for (; started < S.opt.threads; started++)
+            if (pthread_create(&threads[started], NULL, worker, (void *)(intptr_t)started))
+                break;
+    }
+    if (started < S.opt.threads) { /* run with the threads we got */
+        S.barrier.count = started;
+        S.opt.threads = started;
+    }
+    worker((void *)(intptr_t)0);
+    for (int t = 1; t < started; t++) pthread_join(threads[t], NULL);
+    free(threads);
+    return (int)atomic_load(&S.result);
+}
+
+void co_get_progress(co_progress *out) {
+    out->states = atomic_load(&S.count);
+    out->rules = atomic_load(&S.rules);
+    out->depth = atomic_load(&S.depth);
+    out->frontier = atomic_load(&S.frontier);
+    out->expanded = atomic_load(&S.expanded);
+    out->bytes_in_use = atomic_load(&S.bytes);
+    out->peak_bytes = atomic_load(&S.peak);
+    out->table_slots = atomic_load(&S.slots);
+    out->resizes = atomic_load(&S.resizes);
+    out->resize_ns = atomic_load(&S.resize_ns);
+    out->state_bytes = CO_BYTES;
+    out->stop_reason = atomic_load(&S.result);
+}
+
+int co_num_keys(void) { return CO_NUM_KEYS; }
+int co_state_words(void) { return CO_WORDS; }
+int co_state_bits(void) { return CO_BITS; }
+
+int64_t co_failure(int key, uint64_t *depth) {
+    if (key < 0 || key > CO_NUM_KEYS) return -1;
+    uint64_t v = atomic_load(&S.first[key]);
+    if (v == CO_NO_FAILURE) return -1;
+    *depth = v >> 32;
+    return (int64_t)(v & 0xffffffffu);
+}
+
+int64_t co_path(uint64_t id, uint64_t *out_words, int64_t max) {
+    uint64_t count = atomic_load(&S.count);
+    if (S.parents == NULL || id >= count) return -1;
+    int64_t len = 0;
+    for (uint64_t at = id; at != CO_NONE; at = S.parents[at]) len++;
+    if (len > max) return len;
+    int64_t i = len;
+    for (uint64_t at = id; at != CO_NONE; at = S.parents[at]) {
+        co_state s;
+        load_state(at, &s);
+        memcpy(out_words + (size_t)(--i) * CO_WORDS, s.w, sizeof s.w);
+    }
+    return len;
+}

@@ -1,0 +1,87 @@
+/* The compiled engine's fixed runtime: its interface to the generated model and to Python.
+ *
+ * One translation unit is built per model: co_runtime.c includes this header, then the
+ * generated model source (co_model.c, written by coherence/engines/compiled/build.py), then
+ * defines the search. See /tmp/team/COMPILED.md (the contract) and co_runtime.c (the design).
+ *
+ * NOTE(compiled-contract): the model source must not declare co_sink, co_emit_state or
+ * co_emit_failure: they are declared here, before it, with `const void *` for the successor
+ * (the model passes a `co_state *`, which converts implicitly), because co_state is only
+ * defined by the model.
+ */
+#ifndef CO_RUNTIME_H
+#define CO_RUNTIME_H
+
+#include <stdint.h>
+#include <string.h>
+
+#ifndef CO_FN
+#define CO_FN static inline /* __device__ when the GPU runtime compiles the model */
+#endif
+
+/* ------------------------------------------------------------------ for the model */
+
+typedef struct co_sink co_sink;
+/* One enabled action's successor (a co_state *): deduplicated and stored by the runtime. */
+CO_FN void co_emit_state(co_sink *sink, const void *succ);
+/* A failing action (model error, coherence violation, no-transition) from the state being
+ * expanded; key indexes GeneratedModel.keys. */
+CO_FN void co_emit_failure(co_sink *sink, int key);
+
+/* ------------------------------------------------------------------ for Python (ctypes) */
+
+typedef struct {
+    int32_t threads;       /* worker threads, >= 1 */
+    int32_t symmetry;      /* canonicalize every state (co_canonicalize) */
+    int32_t deadlock;      /* report deadlocks (key CO_NUM_KEYS) */
+    int32_t stop_at_first; /* stop after the level in which the first failure was found */
+    uint64_t max_states;   /* stop once this many states are stored; 0: no bound */
+    int64_t max_depth;     /* do not expand states at this depth; -1: no bound */
+    uint64_t memory_limit; /* bytes of state storage (states, parents, hash table); 0: 3/4 of RAM */
+    int32_t table_log2;    /* initial hash table size (log2 slots); 0: default */
+    int32_t reserved;
+} co_options;
+
+/* Why co_run returned (the stop reasons Python maps to the reference engine's messages). */
+enum {
+    CO_DONE = 0,           /* every reachable state was explored */
+    CO_STOP_MAX_STATES = 1,
+    CO_STOP_MAX_DEPTH = 2,
+    CO_STOP_MEMORY = 3,    /* the memory limit (or the 2^32 state-id space) was reached */
+    CO_STOP_INTERRUPT = 4, /* co_request_stop() */
+    CO_STOP_FIRST = 5,     /* stop_at_first */
+    CO_ERR_NOMEM = -1,     /* the initial reservation failed */
+    CO_ERR_OPTIONS = -2,
+    CO_ERR_INITIAL = -3,   /* more initial states than fit */
+};
+
+/* Counters Python polls while co_run runs in another thread (and reads after it returns). */
+typedef struct {
+    uint64_t states;       /* stored states */
+    uint64_t rules;        /* actions fired, erroring ones included */
+    uint64_t depth;        /* depth of the level being expanded (final: the deepest level) */
+    uint64_t frontier;     /* states in the level being expanded */
+    uint64_t expanded;     /* states expanded so far */
+    uint64_t bytes_in_use; /* state storage now: states + parents + hash table */
+    uint64_t peak_bytes;   /* most state storage at once (a resize holds both tables) */
+    uint64_t table_slots;  /* hash table capacity */
+    uint64_t resizes;      /* hash table doublings */
+    uint64_t resize_ns;    /* time spent doubling (all threads wait meanwhile) */
+    uint64_t state_bytes;  /* bytes per stored state (packed) */
+    int64_t stop_reason;   /* as co_run returns; -100 while running */
+} co_progress;
+
+int co_run(const co_options *options);
+void co_request_stop(void);
+void co_get_progress(co_progress *out);
+int co_num_keys(void);    /* CO_NUM_KEYS; deadlock is key index CO_NUM_KEYS */
+int co_state_words(void); /* CO_WORDS */
+int co_state_bits(void);  /* CO_BITS */
+/* State id of key k's first occurrence (minimal depth) or -1; *depth gets its depth. */
+int64_t co_failure(int key, uint64_t *depth);
+/* The states from an initial state to state id (CO_WORDS words each, little-endian words of
+ * layout.pack()); returns the path length, writing only when it is <= max; -1: bad id. */
+int64_t co_path(uint64_t id, uint64_t *out_words, int64_t max);
+void co_free(void);
+
+#endif
