@@ -17,7 +17,8 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from coherence.checker import CheckOptions, check
+    from coherence.engines import check
+    from coherence.results import CheckOptions
     from coherence.commands.common import load_model, out_console
 
     model = load_model(args)

@@ -41,7 +41,8 @@ def default_specs() -> list[str]:
 
 def bench_spec(path: str, overrides: dict[str, int], seeds: int, budget: int, steps: int,
                max_states: int) -> dict[str, Any]:
-    from coherence.checker import CheckOptions, check
+    from coherence.engines import check
+    from coherence.results import CheckOptions
     from coherence.spec.load import load_spec
     from coherence.testing.fuzz import fuzz
 

@@ -36,7 +36,8 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
 
 def _bmc_rows(spec: str, agents: int, budget: float, skip: list[str]) -> dict[str, Any]:
-    from coherence.checker import CheckOptions, check
+    from coherence.engines import check
+    from coherence.results import CheckOptions
     from coherence.smt.bmc import bmc
     from coherence.spec.load import load_spec
     from coherence.spec.select import drop_properties

@@ -72,7 +72,8 @@ def parse_header(path: Path) -> Mutant:
 
 
 def run_mutant(mutant: Mutant, agents: int | None = None) -> MutantResult:
-    from coherence.checker import CheckOptions, check
+    from coherence.engines import check
+    from coherence.results import CheckOptions
     from coherence.spec.load import load_spec
     from coherence.spec.select import drop_properties
 

@@ -7,7 +7,8 @@ from math import comb
 import pytest
 
 from coherence import load_spec_text
-from coherence.checker import CheckOptions, check
+from coherence.engines import check
+from coherence.results import CheckOptions
 
 TOGGLE = """
 event Flip;

@@ -68,7 +68,8 @@ def test_human_output(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_progress_line_goes_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:
     # --progress always forces the live line even when stderr is not a terminal
-    from coherence.checker import CheckOptions, check
+    from coherence.engines import check
+    from coherence.results import CheckOptions
     from coherence.spec.load import load_spec
 
     seen = []

@@ -22,7 +22,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coherence.checker import CheckOptions, check
+from coherence.engines import check
+from coherence.results import CheckOptions
 from coherence.cli import main
 from coherence.diagrams import bundled, fsm, msc, states
 from coherence.diagrams.pretty import Printer, paths

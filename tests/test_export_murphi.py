@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from coherence import load_spec
-from coherence.checker import CheckOptions, check
+from coherence.engines import check
+from coherence.results import CheckOptions
 from coherence.cli import main
 from coherence.export.murphi import ExportError, to_murphi
 from coherence.export.rumur import rumur_available, run_rumur

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from coherence import ir, load_spec
-from coherence.checker import CheckOptions, check
+from coherence.engines import check
+from coherence.results import CheckOptions
 from coherence.cli import main
 from coherence.export.promela import ExportError, to_promela
 from coherence.export.spin import run_spin

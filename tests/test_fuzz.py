@@ -10,7 +10,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from coherence.checker import CheckOptions, check
+from coherence.engines import check
+from coherence.results import CheckOptions
 from coherence.cli import main
 from coherence.testing import load_model
 from coherence.testing.run import Run, prepare, replay

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from coherence import load_spec_text
-from coherence.checker import CheckOptions, check
+from coherence.engines import check
+from coherence.results import CheckOptions
 
 DOC = Path(__file__).parent.parent / "docs" / "language.md"
 BLOCKS = re.findall(r"```coh\n(.*?)```", DOC.read_text(), flags=re.S)

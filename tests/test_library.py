@@ -17,7 +17,8 @@ import pytest
 from test_seed_specs import COUNTS as SEED_COUNTS
 
 from coherence import load_spec, load_spec_text
-from coherence.checker import CheckOptions, CheckResult, check
+from coherence.engines import check
+from coherence.results import CheckOptions, CheckResult
 from coherence.spec.select import drop_properties
 
 GERMAN = "specs/german.coh"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from test_prove_bmc import assert_agree
 
-from coherence.checker import check
+from coherence.engines import check
 from coherence.spec.load import load_spec_text
 from coherence.spec.select import drop_properties
 

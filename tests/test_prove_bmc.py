@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from coherence.checker import CheckOptions, check
+from coherence.engines import check
+from coherence.results import CheckOptions
 from coherence.ir import Model
 from coherence.smt.bmc import bmc
 from coherence.spec.load import load_spec, load_spec_text

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_prove_induction import AUX, MUTEX, mutants
 
-from coherence.checker import check
+from coherence.engines import check
 from coherence.errors import SpecError
 from coherence.smt import param
 from coherence.smt.param import prove_all

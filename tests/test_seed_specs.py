@@ -11,7 +11,8 @@ from __future__ import annotations
 import pytest
 
 from coherence import load_spec
-from coherence.checker import CheckOptions, check
+from coherence.engines import check
+from coherence.results import CheckOptions
 from coherence.spec.select import drop_properties
 
 LITERAL = "specs/broadcast_invalidate.coh"

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from coherence.checker import NOT_SYMMETRIC, CheckOptions, check
+from coherence.engines.driver import NOT_SYMMETRIC
+from coherence.engines import check
+from coherence.results import CheckOptions
 from coherence.cli import main
 from coherence.spec.load import load_spec
 

@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from coherence import load_spec_text
-from coherence.checker import CheckOptions, check
+from coherence.engines import check
+from coherence.results import CheckOptions
 from coherence.symmetry import Symmetry
 
 

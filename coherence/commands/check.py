@@ -34,7 +34,8 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from coherence.checker import CheckOptions, check
+    from coherence.engines import check
+    from coherence.results import CheckOptions
     from coherence.commands.common import draw_failures, load_model, progress_enabled
     from coherence.commands.report import live_progress, print_check_result, result_json
     from coherence.spec.select import drop_properties

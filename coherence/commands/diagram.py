@@ -99,7 +99,8 @@ def _states(args: argparse.Namespace, model: Any, doc: dict[str, Any],
 
 def _checked_trace(args: argparse.Namespace, model: Any, doc: dict[str, Any],
                    formats: tuple[str, ...]) -> int:
-    from coherence.checker import CheckOptions, check
+    from coherence.engines import check
+    from coherence.results import CheckOptions
     from coherence.commands.common import progress_enabled
     from coherence.commands.report import live_progress
     from coherence.diagrams.msc import draw_failures

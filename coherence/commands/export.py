@@ -77,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _cross_check(model: Any, text: str, symmetry: str) -> dict[str, Any]:
-    from coherence.checker import CheckOptions, check
+    from coherence.engines import check
+    from coherence.results import CheckOptions
     from coherence.export.rumur import run_rumur
 
     ours = check(model, CheckOptions(symmetry=symmetry != "off"))
@@ -100,7 +101,8 @@ def _cross_check(model: Any, text: str, symmetry: str) -> dict[str, Any]:
 def _cross_check_spin(model: Any, text: str) -> dict[str, Any]:
     import re
 
-    from coherence.checker import CheckOptions, check
+    from coherence.engines import check
+    from coherence.results import CheckOptions
     from coherence.export.spin import run_spin
 
     ours = check(model, CheckOptions(symmetry=False))

@@ -10,7 +10,7 @@ from typing import Any
 from rich.live import Live
 from rich.text import Text
 
-from coherence.checker import CheckResult, Progress
+from coherence.results import CheckResult, Progress
 from coherence.commands.common import err_console, out_console, params_text
 from coherence.ir import Model
 

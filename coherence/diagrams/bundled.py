@@ -17,7 +17,8 @@ from pathlib import Path
 
 import graphviz
 
-from coherence.checker import CheckOptions, check
+from coherence.engines import check
+from coherence.results import CheckOptions
 from coherence.diagrams import fsm, msc, states
 from coherence.diagrams.render import FORMATS, write
 from coherence.spec.load import load_spec

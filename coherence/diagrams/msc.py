@@ -367,7 +367,7 @@ def draw_failures(directory: str | Path, model: ir.Model, failures: Sequence[Any
                   source: str, formats: tuple[str, ...] = FORMATS) -> list[str]:
     """Write one chart (DOT, SVG, PNG) per failure into ``directory``; returns the files.
 
-    ``failures``: ``coherence.checker.Failure`` objects, or trace dicts from a saved file.
+    ``failures``: ``coherence.results.Failure`` objects, or trace dicts from a saved file.
     """
     written: list[str] = []
     stems: set[str] = set()

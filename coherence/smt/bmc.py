@@ -16,7 +16,7 @@ import attrs
 import z3
 
 from coherence import ir
-from coherence.checker import Failure
+from coherence.results import Failure
 from coherence.smt.extract import replay_model
 from coherence.smt.state import ivar
 from coherence.smt.system import Encoder, Group, System

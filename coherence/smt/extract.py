@@ -13,7 +13,7 @@ from typing import Any
 import z3
 
 from coherence import ir
-from coherence.checker import Failure
+from coherence.results import Failure
 from coherence.semantics import Action, CoherenceViolation, Semantics, State
 from coherence.smt.state import ArrV, SetV, SymState, as_int
 from coherence.smt.system import ActionSpec, Encoder, Group

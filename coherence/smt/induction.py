@@ -18,7 +18,7 @@ import attrs
 import z3
 
 from coherence import ir
-from coherence.checker import Failure
+from coherence.results import Failure
 from coherence.smt.bmc import bmc, group_key
 from coherence.smt.execute import any_of
 from coherence.smt.extract import _final, _int, action_of, describe_state, state_of

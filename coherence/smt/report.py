@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from coherence.checker import Failure
+from coherence.results import Failure
 from coherence.commands.common import out_console, params_text
 from coherence.ir import Model
 

@@ -19,7 +19,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.stateful import run_state_machine_as_test
 
 from coherence import ir
-from coherence.checker import Failure
+from coherence.results import Failure
 from coherence.semantics import Semantics
 from coherence.testing.machine import build_machine
 from coherence.testing.oracle import DEFAULT_LIMIT

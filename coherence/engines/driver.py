@@ -1,0 +1,173 @@
+"""One way to run any engine: symmetry audit, fallback, replayed traces, verdicts.
+
+Engines only explore (``Engine.explore``); everything that gives their raw results meaning is
+here, once, so that every engine's report means the same: the symmetry audit and the search
+again without symmetry for a model that is not symmetric, each counterexample rebuilt by
+replaying its path of packed states through the reference semantics (Stateright's
+``checker/path.rs``; a path that does not replay is an engine bug, never shown as a trace),
+and the verdict.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import attrs
+
+from coherence import ir
+from coherence.engines.api import Engine, NotSymmetric, RawFailure, RawResult
+from coherence.failures import DEADLOCK, key_name, outcome_keys, violation_key
+from coherence.layout import Layout
+from coherence.results import CheckOptions, CheckResult, Failure
+from coherence.semantics import Semantics, State
+from coherence.symmetry import Symmetry
+from coherence.trace import Step, TraceReplayError, describe
+
+AUDITED_STATES = 512  # states whose successors are compared with a renamed copy's
+
+NOT_SYMMETRIC = ("symmetry reduction was turned off: this model is not symmetric in its agents "
+                 "(renaming the agents of a state does not rename its successors, e.g. a bus "
+                 "broadcast whose receivers' order decides the outcome), so the search was "
+                 "run again over every state")
+
+DEADLOCK_MESSAGE = "deadlock: nothing can move, but a request or message is pending"
+
+
+def property_names(model: ir.Model) -> list[str]:
+    names = [inv.name for inv in model.invariants]
+    names += [p.name for p in model.properties]
+    return [*names, "deadlock", "no-transition", "errors"]
+
+
+def run(engine: Engine, model: ir.Model, options: CheckOptions | None = None) -> CheckResult:
+    options = options or CheckOptions()
+    sem = Semantics(model)
+    layout = Layout(model)
+    notes: list[str] = []
+    symmetric = options.symmetry and model.agents > 1
+    if symmetric and not symmetry_is_sound(sem, Symmetry(sem)):
+        symmetric = False
+        notes.append(NOT_SYMMETRIC)
+    opts = attrs.evolve(options, symmetry=symmetric)
+    try:
+        return _finish(engine, sem, layout, opts, engine.explore(model, layout, opts), notes)
+    except (TraceReplayError, NotSymmetric):
+        if not symmetric:
+            raise
+    # NOTE(symmetry-soundness): symmetry reduction is exact only for models whose behaviour
+    # does not depend on agent ids; a reduced path that cannot be replayed concretely proves
+    # this one's does, and its reduced answer cannot be trusted either way.
+    opts = attrs.evolve(options, symmetry=False)
+    return _finish(engine, sem, layout, opts, engine.explore(model, layout, opts),
+                   [*notes, NOT_SYMMETRIC])
+
+
+def _finish(engine: Engine, sem: Semantics, layout: Layout, options: CheckOptions,
+            raw: RawResult, notes: list[str]) -> CheckResult:
+    sym = Symmetry(sem) if options.symmetry else None
+    failures = [rebuild(sem, layout, sym, f) for f in raw.failures]
+    failures.sort(key=lambda f: (f.length, f.name, f.key))
+    if failures:
+        verdict = "fails"
+    elif raw.stopped:
+        verdict = "incomplete"
+    else:
+        verdict = "holds"
+    model = sem.model
+    return CheckResult(
+        spec=model.file, params={p.name: p.value for p in model.params},
+        symmetry="exact" if options.symmetry else "off", verdict=verdict, states=raw.states,
+        rules_fired=raw.rules_fired, depth=raw.depth, seconds=raw.seconds,
+        peak_memory_bytes=raw.peak_memory_bytes, bytes_per_state=raw.bytes_per_state,
+        failures=failures, stopped=raw.stopped, properties=property_names(model),
+        notes=[*notes, *raw.notes], engine=engine.name, threads=raw.threads)
+
+
+def symmetry_is_sound(sem: Semantics, sym: Symmetry, limit: int = AUDITED_STATES) -> bool:
+    """NOTE(symmetry-soundness): the reduction is exact only if renaming the agents of a
+    state renames its successors; the first ``limit`` states (breadth-first) are checked,
+    alternating a transposition and a rotation, which together generate every renaming."""
+    n = sem.model.agents
+    perms = [(1, 0, *range(2, n)), (*range(1, n), 0)]
+    seen: set[bytes] = set()
+    queue: deque[State] = deque()
+    for s in sem.initial_states():
+        key, canon = sym.canonical(s)
+        if key not in seen:
+            seen.add(key)
+            queue.append(canon)
+    audited = 0
+    while queue and audited < limit:
+        state = queue.popleft()
+        outcomes, _ = sem.enabled(state)
+        renamed = sem.enabled(sym.permute(state, perms[audited % 2]))[0]
+        audited += 1
+        mine = sorted(sym.canonical(o.state)[0] for o in outcomes if o.state is not None)
+        theirs = sorted(sym.canonical(o.state)[0] for o in renamed if o.state is not None)
+        if mine != theirs or sum(o.error is not None for o in outcomes) != sum(
+                o.error is not None for o in renamed):
+            return False
+        for o in outcomes:
+            if o.state is not None:
+                key, canon = sym.canonical(o.state)
+                if key not in seen:
+                    seen.add(key)
+                    queue.append(canon)
+    return True
+
+
+def rebuild(sem: Semantics, layout: Layout, sym: Symmetry | None,
+            raw: RawFailure) -> Failure:
+    """The failure's numbered trace, replayed concretely from a real initial state, in the
+    agent names a user would see without symmetry reduction."""
+    def orbit(state: State) -> object:
+        return sym.canonical(state)[0] if sym is not None else state
+
+    stored = [layout.unpack(code) for code in raw.path]
+    if not stored:
+        raise TraceReplayError(f"the engine gave no path for {raw.key}")
+    concrete: State | None = None
+    for s in sem.initial_states():
+        if orbit(s) == orbit(stored[0]):
+            concrete = s
+            break
+    if concrete is None:
+        raise TraceReplayError("no initial state matches the trace's first state")
+    steps: list[Step] = []
+    for target in stored[1:]:
+        want = orbit(target)
+        outcomes, _ = sem.enabled(concrete)
+        for out in outcomes:
+            if out.state is not None and orbit(out.state) == want:
+                steps.append(describe(sem, len(steps) + 1, concrete, out))
+                concrete = out.state
+                break
+        else:
+            raise TraceReplayError(f"step {len(steps) + 1} of a stored trace does not replay")
+    key = raw.key
+    kind = key[0]
+    message: str | None = None
+    span: str | None = None
+    if kind in ("invariant",) or (kind == "error" and len(key) == 2):
+        message = next((v.message for v in sem.invariant_violations(concrete)
+                        if violation_key(v) == key), None)
+    elif kind == "no-transition":
+        message = next((v.message for v in sem.no_transitions(concrete)
+                        if violation_key(v) == key), None)
+    elif key == DEADLOCK:
+        outcomes, problems = sem.enabled(concrete)
+        if sem.is_deadlock(concrete, outcomes, problems):
+            message = DEADLOCK_MESSAGE
+    else:  # an action's error or a coherence violation: the failing step ends the trace
+        outcomes, _ = sem.enabled(concrete)
+        for out in outcomes:
+            if key in outcome_keys(out):
+                assert out.error is not None
+                steps.append(describe(sem, len(steps) + 1, concrete, out))
+                message = steps[-1].error or out.error.message
+                if kind == "error":
+                    span = key[2] or None
+                break
+    if message is None:
+        raise TraceReplayError(f"the last state of the trace for {key} does not show it")
+    return Failure(kind, key_name(key), message, steps, span, key)
