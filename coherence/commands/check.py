@@ -17,6 +17,13 @@ def add_args(p: argparse.ArgumentParser) -> None:
                    help="symmetry reduction over agent ids (default: exact)")
     p.add_argument("--no-symmetry", dest="symmetry", action="store_const", const="off",
                    help="same as --symmetry off")
+    from coherence.engines import ENGINE_NAMES
+    p.add_argument("--engine", choices=ENGINE_NAMES, default="reference",
+                   help="how to explore: reference (plain Python, the oracle), compiled (C "
+                        "generated from the spec, on every core), auto (compiled where a C "
+                        "compiler exists, else reference; default: reference)")
+    p.add_argument("--threads", type=int, metavar="N",
+                   help="threads for engines that use several cores (default: all cores)")
     p.add_argument("--max-states", type=int, metavar="N", help="stop after N states")
     p.add_argument("--max-depth", type=int, metavar="D", help="stop at depth D")
     p.add_argument("--no-deadlock", dest="deadlock", action="store_false",
@@ -34,10 +41,11 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from coherence.engines import check
-    from coherence.results import CheckOptions
     from coherence.commands.common import draw_failures, load_model, progress_enabled
     from coherence.commands.report import live_progress, print_check_result, result_json
+    from coherence.engines import EngineUnavailable, check
+    from coherence.errors import SpecError
+    from coherence.results import CheckOptions
     from coherence.spec.select import drop_properties
 
     model = drop_properties(load_model(args), args.skip)
@@ -45,8 +53,11 @@ def run(args: argparse.Namespace) -> int:
         options = CheckOptions(
             symmetry=args.symmetry == "exact", max_states=args.max_states,
             max_depth=args.max_depth, deadlock=args.deadlock,
-            stop_at_first=args.stop_at_first, progress=progress)
-        result = check(model, options)
+            stop_at_first=args.stop_at_first, progress=progress, threads=args.threads)
+        try:
+            result = check(model, options, engine=args.engine)
+        except EngineUnavailable as err:
+            raise SpecError(str(err)) from err
     doc: dict[str, Any] = result_json(result)
     if args.trace_out:
         from coherence.traces_io import save_traces

@@ -10,9 +10,10 @@ from typing import Any
 from rich.live import Live
 from rich.text import Text
 
-from coherence.results import CheckResult, Progress
 from coherence.commands.common import err_console, out_console, params_text
+from coherence.failures import property_of
 from coherence.ir import Model
+from coherence.results import CheckResult, Progress
 
 SCHEMA_VERSION = 1
 
@@ -32,14 +33,26 @@ def live_progress(enabled: bool) -> Iterator[Callable[[Progress], None] | None]:
         yield update
 
 
+def failed_properties(result: CheckResult) -> set[str]:
+    """The entries of ``result.properties`` that some failure breaks."""
+    return {property_of(f.key) if f.key else f.name for f in result.failures}
+
+
+def property_status(result: CheckResult) -> dict[str, str]:
+    failed = failed_properties(result)
+    return {name: "fails" if name in failed else ("unknown" if result.stopped else "holds")
+            for name in result.properties}
+
+
 def result_json(result: CheckResult) -> dict[str, Any]:
-    failed = {f.name for f in result.failures}
     return {
         "schema": SCHEMA_VERSION,
         "tool": "coherence check",
         "spec": result.spec,
         "params": result.params,
         "symmetry": result.symmetry,
+        "engine": result.engine,
+        "threads": result.threads,
         "verdict": result.verdict,
         "exit_code": result.exit_code,
         "stopped": result.stopped,
@@ -52,9 +65,7 @@ def result_json(result: CheckResult) -> dict[str, Any]:
             "peak_memory_bytes": result.peak_memory_bytes,
             "bytes_per_state": round(result.bytes_per_state, 1),
         },
-        "properties": {name: ("fails" if name in failed or (
-            name == "errors" and "error" in failed) else (
-            "unknown" if result.stopped else "holds")) for name in result.properties},
+        "properties": property_status(result),
         "notes": result.notes,
         "failures": [
             {"kind": f.kind, "property": f.name, "message": f.message, "length": f.length,
@@ -67,8 +78,9 @@ def result_json(result: CheckResult) -> dict[str, Any]:
 
 def print_check_result(model: Model, result: CheckResult) -> None:
     out = out_console()
+    threads = f", {result.threads} threads" if result.threads > 1 else ""
     out.print(f"[bold]coherence check[/] {model.file} ({params_text(model)}; "
-              f"symmetry {result.symmetry})")
+              f"symmetry {result.symmetry}; engine {result.engine}{threads})")
     for f in result.failures:
         out.print()
         out.print(f"[bold red]FAIL[/] [bold]{f.name}[/] ({f.kind}): {f.message}")
@@ -78,12 +90,11 @@ def print_check_result(model: Model, result: CheckResult) -> None:
         if f.span:
             out.print(f"at {f.span}", markup=False)
     out.print()
-    failed = {f.name for f in result.failures}
     marks = []
-    for name in result.properties:
-        if name in failed or (name == "errors" and "error" in failed):
+    for name, status in property_status(result).items():
+        if status == "fails":
             marks.append(f"[red]{name} FAILS[/]")
-        elif result.stopped:
+        elif status == "unknown":
             marks.append(f"[yellow]{name} unknown[/]")
         else:
             marks.append(f"[green]{name} holds[/]")
