@@ -264,7 +264,7 @@ class Layout:
         union = 0
         widths: dict[int, list[tuple[int, ir.Type]]] = {}
         for t in types:
-            fields = []
+            fields: list[tuple[int, ir.Type]] = []
             for f in m.messages[t].fields:
                 if isinstance(f.type, ir.ArrayT):
                     raise LayoutError(f"message field {m.messages[t].name}.{f.name}: arrays "
