@@ -145,7 +145,7 @@ def test_exact_counts_and_shortest_failures(threads: int, symmetry: bool) -> Non
     assert res.threads == threads
 
 
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("threads", [1, 2, 8])  # 8: more threads than cores, preempted
 def test_table_growth_and_two_word_states(threads: int) -> None:
     # 5 counters of 0..9: 10^5 states from a 256-slot table (ten doublings to 2^18 slots, at
     # a load of 3/4 each, with two threads inserting concurrently); then 18 binary counters

@@ -10,6 +10,8 @@
  *     depth AGENTS * (K-1).
  *
  * Without symmetry there are K^A states; with symmetry (counters sorted) C(A+K-1, A).
+ * MOCK_PAD extra bits, the top one set in every state, make the states as wide as a real
+ * model's (for measurements) without changing any count.
  */
 #ifndef MOCK_AGENTS
 #define MOCK_AGENTS 3
@@ -20,7 +22,10 @@
 #ifndef MOCK_TARGET
 #define MOCK_TARGET 5
 #endif
-#define CO_BITS (MOCK_AGENTS * 4)
+#ifndef MOCK_PAD
+#define MOCK_PAD 0
+#endif
+#define CO_BITS (MOCK_AGENTS * 4 + MOCK_PAD)
 #define CO_WORDS ((CO_BITS + 63) / 64)
 #define CO_AGENTS MOCK_AGENTS
 #define CO_NUM_KEYS 2
@@ -37,7 +42,10 @@ CO_FN void mock_set(co_state *s, int i, int v) {
 }
 
 CO_FN int co_initial(co_state *out, int max) {
-    if (max >= 1) memset(&out[0], 0, sizeof out[0]);
+    if (max >= 1) {
+        memset(&out[0], 0, sizeof out[0]);
+        if (MOCK_PAD > 0) out[0].w[(CO_BITS - 1) / 64] |= (uint64_t)1 << ((CO_BITS - 1) % 64);
+    }
     return 1;
 }
 
@@ -90,6 +98,6 @@ CO_FN void co_canonicalize(co_state *s) { /* counters in descending order */
 }
 
 CO_FN void co_permute(const co_state *s, const int *perm, co_state *out) {
-    memset(out, 0, sizeof *out);
+    *out = *s; /* the padding */
     for (int i = 0; i < MOCK_AGENTS; i++) mock_set(out, perm[i], mock_get(s, i));
 }

@@ -42,8 +42,8 @@
  * its share of the level). The thread that sees the table full enough leaves, becomes the
  * resizer with a CAS, waits until no thread is active, rehashes every id into a table twice
  * as large (reading the state array sequentially, prefetching the new slots), and lets the
- * others in again. Seq_cst operations on `active`/`resizing` make this the classic Dekker
- * handshake.
+ * others in again; threads that wait meanwhile take chunks of the rehash. Seq_cst
+ * operations on `active`/`resizing` make this the classic Dekker handshake.
  *
  * Limits: ids are uint32 (at most 2^32 - 3 states); the memory limit bounds states, parents
  * and table together; a stop (limit, co_request_stop) ends every thread after the state it is
@@ -221,9 +221,9 @@ static void set_table(_Atomic uint32_t *table, int log2) {
     uint64_t limit = S.opt.memory_limit;
     uint64_t table_bytes = S.cap * 4;
     uint64_t by_memory = limit > table_bytes ? (limit - table_bytes) / (CO_BYTES + 4) : 0;
+    uint64_t ids = by_memory < S.reserved_ids ? by_memory : S.reserved_ids;
     uint64_t margin = (uint64_t)S.opt.threads + 2; /* inserts that may pass the check at once */
-    uint64_t by_reserve = S.reserved_ids > margin ? S.reserved_ids - margin : 0;
-    S.id_limit = by_memory < by_reserve ? by_memory : by_reserve;
+    S.id_limit = ids > margin ? ids - margin : 0;
     /* doubling holds both tables at once */
     S.no_grow = log2 >= 32 || storage_bytes(S.grow_at, S.cap * 3) > limit;
 }
@@ -237,7 +237,62 @@ static inline uint32_t id_mask(void) {
     return (uint32_t)(((uint64_t)1 << S.idbits) - 1);
 }
 
-/* Doubles the table (called by the one resizer while no other thread is active). */
+/* The rehash of a doubling, shared by the resizer and the threads waiting for it: ids are
+ * handed out in chunks; `helpers` counts the threads inside help_rehash so that the resizer
+ * can wait until none is left before it lets the search go on. */
+static struct {
+    uint64_t count;
+    _Atomic uint64_t next, done;
+    _Atomic int open, helpers;
+} R;
+
+#define REHASH_CHUNK 4096
+
+static void rehash_range(uint64_t a, uint64_t b) {
+    enum { AHEAD = 16 };
+    uint64_t ring[AHEAD];
+    _Atomic uint32_t *table = S.table;
+    for (uint64_t i = a; i < b + AHEAD; i++) {
+        if (i >= a + AHEAD) {
+            uint64_t id = i - AHEAD, h = ring[id % AHEAD];
+            uint32_t val = slot_tag(h) | (uint32_t)(id + 1);
+            for (uint64_t at = h & S.mask;; at = (at + 1) & S.mask) {
+                uint32_t empty = 0;
+                if (atomic_load_explicit(&table[at], memory_order_relaxed) == 0 &&
+                    atomic_compare_exchange_strong_explicit(&table[at], &empty, val,
+                                                            memory_order_relaxed,
+                                                            memory_order_relaxed))
+                    break;
+            }
+        }
+        if (i < b) {
+            co_state s;
+            load_state(i, &s);
+            uint64_t h = hash_state(&s);
+            ring[i % AHEAD] = h;
+            __builtin_prefetch((const void *)&table[h & S.mask], 1);
+        }
+    }
+}
+
+static void rehash_chunks(void) {
+    for (;;) {
+        uint64_t a = atomic_fetch_add(&R.next, REHASH_CHUNK);
+        if (a >= R.count) return;
+        uint64_t b = a + REHASH_CHUNK < R.count ? a + REHASH_CHUNK : R.count;
+        rehash_range(a, b);
+        atomic_fetch_add(&R.done, b - a);
+    }
+}
+
+static void help_rehash(void) {
+    atomic_fetch_add(&R.helpers, 1);
+    if (atomic_load(&R.open)) rehash_chunks();
+    atomic_fetch_sub(&R.helpers, 1);
+}
+
+/* Doubles the table (called by the one resizer while no thread is active; the threads
+ * waiting for it help with the rehash). */
 static void grow(void) {
     uint64_t t0 = now_ns();
     int log2 = S.idbits + 1;
@@ -251,25 +306,16 @@ static void grow(void) {
     }
     uint64_t count = atomic_load(&S.count);
     note_bytes(storage_bytes(count, cap + old_cap));
-    set_table(table, log2);
-    uint32_t *plain = (uint32_t *)table; /* no other thread reads it yet */
-    enum { AHEAD = 16 };
-    uint64_t ring[AHEAD];
-    for (uint64_t i = 0; i < count + AHEAD; i++) {
-        if (i >= AHEAD) {
-            uint64_t id = i - AHEAD, h = ring[id % AHEAD];
-            uint64_t at = h & S.mask;
-            while (plain[at] != 0) at = (at + 1) & S.mask;
-            plain[at] = slot_tag(h) | (uint32_t)(id + 1);
-        }
-        if (i < count) {
-            co_state s;
-            load_state(i, &s);
-            uint64_t h = hash_state(&s);
-            ring[i % AHEAD] = h;
-            __builtin_prefetch(&plain[h & S.mask], 1);
-        }
-    }
+    set_table(table, log2); /* published to the helpers by the seq_cst store of R.open */
+    R.count = count;
+    atomic_store(&R.next, 0);
+    atomic_store(&R.done, 0);
+    atomic_store(&R.open, 1);
+    rehash_chunks();
+    unsigned spins = 0;
+    while (atomic_load(&R.done) < count) wait_a_little(&spins);
+    atomic_store(&R.open, 0);
+    while (atomic_load(&R.helpers) > 0) wait_a_little(&spins);
     munmap((void *)old, old_cap * 4);
     note_bytes(storage_bytes(count, cap));
     atomic_fetch_add(&S.resizes, 1);
@@ -282,7 +328,10 @@ static void enter(void) {
         if (!atomic_load(&S.resizing)) return;
         atomic_fetch_sub(&S.active, 1);
         unsigned spins = 0;
-        while (atomic_load(&S.resizing)) wait_a_little(&spins);
+        while (atomic_load(&S.resizing)) {
+            help_rehash();
+            wait_a_little(&spins);
+        }
     }
 }
 
@@ -300,7 +349,10 @@ static void safepoint_grow(void) {
         atomic_store(&S.resizing, 0);
     } else {
         unsigned spins = 0;
-        while (atomic_load(&S.resizing)) wait_a_little(&spins);
+        while (atomic_load(&S.resizing)) {
+            help_rehash();
+            wait_a_little(&spins);
+        }
     }
     enter();
 }
@@ -371,6 +423,14 @@ static void flush_sink(co_sink *sink) {
         if (symmetry) co_canonicalize(&sink->buf[i]);
         sink->hash[i] = hash_state(&sink->buf[i]);
         __builtin_prefetch((const void *)&S.table[sink->hash[i] & S.mask], 0);
+    }
+    /* while those lines arrive: a slot whose tag matches will be compared with its state */
+    const uint32_t imask = id_mask();
+    for (int i = 0; i < sink->n; i++) {
+        uint32_t v = atomic_load_explicit(&S.table[sink->hash[i] & S.mask],
+                                          memory_order_relaxed);
+        if (v != 0 && (v & ~imask) == slot_tag(sink->hash[i]) && (v & imask) != imask)
+            __builtin_prefetch(S.states + (uint64_t)((v & imask) - 1) * CO_BYTES, 0);
     }
     for (int i = 0; i < sink->n; i++) {
         uint32_t id;
