@@ -11,6 +11,7 @@ are indices, sets of agents are bitmasks, arrays are tuples) or ``None`` for "un
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterator
 
 import attrs
@@ -20,6 +21,42 @@ from coherence.errors import NO_SPAN, Span
 
 def _span() -> Span:
     return attrs.field(default=NO_SPAN, eq=False, repr=False)
+
+
+# ---------------------------------------------------------------- kinds
+# NOTE(enums): string-valued so that ``--json``, f-strings and the front end's keywords read
+# them as before; the package compares them only with their members (``Ordering.BUS``).
+
+
+class _Kind(enum.StrEnum):
+    """A string-valued enum whose repr is its value, so that printed IR (the lowering's golden
+    files) reads as the spec wrote it."""
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+class Ordering(_Kind):
+    """How a network delivers: see ``semantics.Semantics.deliverable`` for what each means."""
+
+    BUS = "bus"  # delivered within the sending step (never in flight)
+    FIFO = "fifo"  # per (src, dst, line) queue: only the head of each queue may arrive
+    UNORDERED = "unordered"  # a multiset: any message may arrive next
+
+
+class MachineKind(_Kind):
+    """CACHE: one per agent and line; HOME: one per line."""
+
+    CACHE = "cache"
+    HOME = "home"
+
+
+class TransitionKind(_Kind):
+    """EVENT: a processor request; MESSAGE: an arrival; RULE: an internal action."""
+
+    EVENT = "event"
+    MESSAGE = "message"
+    RULE = "rule"
 
 
 # ---------------------------------------------------------------- types
@@ -453,14 +490,14 @@ class Field:
 
 @attrs.frozen
 class Network:
-    """ordering: "bus" (delivered in the same step), "fifo" (per src/dst pair) or "unordered".
+    """ordering: BUS (delivered in the same step), FIFO (per src/dst pair) or UNORDERED.
 
     capacity bounds the messages in flight: in all for "unordered", per pair for "fifo".
     A send that would exceed it blocks the sending transition.
     """
 
     name: str
-    ordering: str
+    ordering: Ordering = attrs.field(converter=Ordering)
     capacity: int
     span: Span = _span()
 
@@ -502,14 +539,14 @@ class StateDecl:
 class Transition:
     """``on EVENT in STATES when GUARD { body }`` or a spontaneous ``rule``.
 
-    kind: "event" (processor request), "message" (arrival) or "rule" (internal action).
+    kind: EVENT (processor request), MESSAGE (arrival) or RULE (internal action).
     params: event parameters, or a rule's quantified parameters (each fires for every value).
     states: the source states (all states when the spec names none).
     stall: the message waits in the network instead of being consumed.
     """
 
     machine: str
-    kind: str
+    kind: TransitionKind = attrs.field(converter=TransitionKind)
     name: str
     params: tuple[Field, ...]
     states: tuple[str, ...]
@@ -522,10 +559,10 @@ class Transition:
 
 @attrs.frozen
 class Machine:
-    """kind: "cache" (one per agent and line) or "home" (one per line)."""
+    """kind: CACHE (one per agent and line) or HOME (one per line)."""
 
     name: str
-    kind: str
+    kind: MachineKind = attrs.field(converter=MachineKind)
     states: tuple[StateDecl, ...]
     init_state: str
     vars: tuple[Var, ...]
@@ -606,13 +643,13 @@ class Model:
     @property
     def home(self) -> Machine | None:
         for m in self.machines:
-            if m.kind == "home":
+            if m.kind is MachineKind.HOME:
                 return m
         return None
 
     @property
     def caches(self) -> tuple[Machine, ...]:
-        return tuple(m for m in self.machines if m.kind == "cache")
+        return tuple(m for m in self.machines if m.kind is MachineKind.CACHE)
 
     @property
     def home_id(self) -> int:

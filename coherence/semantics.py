@@ -21,8 +21,8 @@ The home node's id is ``model.agents``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NamedTuple, assert_never
 
 from coherence import ir
 from coherence.errors import Span
@@ -30,6 +30,15 @@ from coherence.errors import Span
 UNDEF = -(1 << 31)
 
 State = tuple[Any, ...]
+Message = tuple[Any, ...]  # (line, src, dst, type, fields), as stored in a network
+
+BUS_NESTING_LIMIT = 8
+"""NOTE(bus-nesting): a bus message is handled inside the step that sends it, and its handler
+may send on the bus in turn; a delivery made inside more than this many enclosing deliveries
+is the model error "bus-nesting" (messages that keep triggering each other). The Z3 encoder
+and the Promela export use this constant."""
+
+DEADLOCK_MESSAGE = "deadlock: nothing can move, but a request or message is pending"
 
 
 class ModelError(Exception):
@@ -57,7 +66,9 @@ class Blocked(Exception):
 
 
 class Action(NamedTuple):
-    kind: str  # "event" | "message" | "rule"
+    """One instance of a transition: see ``Semantics.action_instances``."""
+
+    kind: ir.TransitionKind
     machine: str
     agent: int | None  # the cache's agent id; None for the home machine
     line: int
@@ -86,6 +97,7 @@ class Violation(NamedTuple):
     name: str
     message: str
     line: int = 0
+    key: tuple[str, ...] = ()  # NOTE(failure-keys): the engine-neutral identity (results.py)
 
 
 # ---------------------------------------------------------------- execution environment
@@ -138,7 +150,8 @@ class _Env:
         self.nets = nets
         self.agent: int | None = None
         self.msg: tuple[int, tuple[int, ...], int] | None = None  # (src, fields, type)
-        self.locals: dict[str, int] = {}
+        # ints, and (src, dst, fields) for a message quantifier's variable
+        self.locals: dict[str, Any] = {}
         self.performs: list[Perform] = []
         self.goto: str | None = None
         self.depth = 0
@@ -155,6 +168,16 @@ class _Env:
 
 
 Compiled = Callable[[_Env], Any]
+
+
+def _msg_src(env: _Env) -> int:
+    assert env.msg is not None, "msg.src outside a message transition"
+    return env.msg[0]
+
+
+def _array_type(t: ir.Type) -> ir.ArrayT:
+    assert isinstance(t, ir.ArrayT), f"indexing a {t}"
+    return t
 
 
 def _check(v: int, what: str, span: Span) -> int:
@@ -174,6 +197,10 @@ class Semantics:
         self.cache = model.caches[0] if model.caches else None
         self.msg_index = {m.name: i for i, m in enumerate(model.messages)}
         self.net_index = {n.name: i for i, n in enumerate(model.networks)}
+        # per message name: (type index, network index, the network's ordering)
+        self._msg_net = {m.name: (i, self.net_index[m.network],
+                                  model.networks[self.net_index[m.network]].ordering)
+                         for i, m in enumerate(model.messages)}
         self.global_slot = {v.name: i for i, v in enumerate(model.globals)}
         self.field_pos = {(t, f.name): i for t, m in enumerate(model.messages)
                           for i, f in enumerate(m.fields)}
@@ -181,6 +208,9 @@ class Semantics:
         for m in model.machines:
             for i, v in enumerate(m.vars):
                 self.var_slot[(m.name, v.name)] = i + 1
+        # per machine: its transitions that fire without a message, with their parameter values
+        self._spontaneous = {m.name: [(t, param_values(t)) for t in spontaneous(m)]
+                             for m in model.machines}
         self.monitor = any(p.kind == "coherence" for p in model.properties)
         self.coherence_names = [p.name for p in model.properties if p.kind == "coherence"]
         self._full_mask = (1 << model.values) - 1
@@ -191,100 +221,108 @@ class Semantics:
                 self._guards[(m.name, t.index)] = self.expr(t.guard) if t.guard else None
                 self._bodies[(m.name, t.index)] = self.block(t.body)
         self._invariants = [(inv, self.expr(inv.expr)) for inv in model.invariants]
-        # message handlers by (machine, message name, state index)
-        self.handlers: dict[tuple[str, str, int], list[ir.Transition]] = {}
-        for m in model.machines:
-            for t in m.transitions:
-                if t.kind == "message":
-                    for s in t.states:
-                        self.handlers.setdefault((m.name, t.name, m.state_index(s)), []).append(t)
+        self.handlers = handler_table(model)
 
     # ------------------------------------------------------------ expressions
 
     def expr(self, e: ir.Expr) -> Compiled:
-        if isinstance(e, ir.Lit):
-            v = UNDEF if e.value is None else e.value
-            return lambda env: v
-        if isinstance(e, ir.Local):
-            name = e.name
-            return lambda env: env.locals[name]
-        if isinstance(e, ir.SelfId):
-            return lambda env: env.agent
-        if isinstance(e, ir.GVar):
-            slot = self.global_slot[e.name]
-            return lambda env: env.globals[slot]
-        if isinstance(e, ir.MVar):
-            slot = self.var_slot[(e.machine, e.name)]
-            if e.agent is None:
-                return lambda env: env.home[slot]
-            agent = self.agent_expr(e.agent, e.span)
-            return lambda env: env.caches[agent(env)][slot]
-        if isinstance(e, ir.MState):
-            if e.agent is None:
-                return lambda env: env.home[0]
-            agent = self.agent_expr(e.agent, e.span)
-            return lambda env: env.caches[agent(env)][0]
-        if isinstance(e, ir.MsgField):
-            assert self is not None
-            return self._msg_field(e)
-        if isinstance(e, ir.MsgSrc):
-            return lambda env: env.msg[0]
-        if isinstance(e, ir.Index):
-            base, idx = self.expr(e.base), self.expr(e.index)
-            off = ir.index_offset(e.base.type.index)  # type: ignore[union-attr]
-            span = e.span
+        """A closure computing ``e`` in an environment (exhaustive over ``ir.Expr``)."""
+        match e:
+            case ir.Lit():
+                v = UNDEF if e.value is None else e.value
+                return lambda env: v
+            case ir.Local():
+                name = e.name
+                return lambda env: env.locals[name]
+            case ir.SelfId():
+                return lambda env: env.agent
+            case ir.GVar():
+                slot = self.global_slot[e.name]
+                return lambda env: env.globals[slot]
+            case ir.MVar():
+                slot = self.var_slot[(e.machine, e.name)]
+                if e.agent is None:
+                    return lambda env: env.home[slot]
+                agent = self.agent_expr(e.agent, e.span)
+                return lambda env: env.caches[agent(env)][slot]
+            case ir.MState():
+                if e.agent is None:
+                    return lambda env: env.home[0]
+                agent = self.agent_expr(e.agent, e.span)
+                return lambda env: env.caches[agent(env)][0]
+            case ir.MsgField():
+                return self._msg_field(e)
+            case ir.MsgSrc():
+                return _msg_src
+            case ir.Index():
+                return self._index(e)
+            case ir.Unary():
+                arg = self.expr(e.arg)
+                span = e.span
+                if e.op == "!":
+                    return lambda env: 1 - _check(arg(env), "operand of !", span)
+                return lambda env: -_check(arg(env), "operand of -", span)
+            case ir.Binary():
+                return self._binary(e)
+            case ir.SetLit():
+                return self._set_lit(e)
+            case ir.Call():
+                return self._call(e)
+            case ir.Quant():
+                body = self.expr(e.body)
+                dom = list(ir.domain(e.var_type))
+                return _quantifier(e.kind == "forall", e.var, lambda env: dom, body)
+            case ir.InFlight():
+                return self._inflight(e)
+            case ir.MsgQuant():
+                return self._msg_quant(e)
+            case ir.MsgVarAttr():
+                return self._msg_var_attr(e)
+            case _:
+                assert_never(e)
 
-            def index(env: _Env) -> int:
-                arr = base(env)
-                if arr == UNDEF:
-                    raise ModelError("read of undefined array", span, "undefined-array")
-                return arr[_check(idx(env), "array index", span) - off]
-            return index
-        if isinstance(e, ir.Unary):
-            arg = self.expr(e.arg)
-            span = e.span
-            if e.op == "!":
-                return lambda env: 1 - _check(arg(env), "operand of !", span)
-            return lambda env: -_check(arg(env), "operand of -", span)
-        if isinstance(e, ir.Binary):
-            return self._binary(e)
-        if isinstance(e, ir.SetLit):
-            elems = [self.expr(x) for x in e.elems]
-            span = e.span
-            if isinstance(e.type, ir.SetT):
-                def agent_set(env: _Env) -> int:
-                    mask = 0
-                    for f in elems:
-                        mask |= 1 << _check(f(env), "set element", span)
-                    return mask
-                return agent_set
-            return lambda env: frozenset(f(env) for f in elems)
-        if isinstance(e, ir.Call) and e.func == "all_agents":
+    def _index(self, e: ir.Index) -> Compiled:
+        base, idx = self.expr(e.base), self.expr(e.index)
+        off = ir.index_offset(_array_type(e.base.type).index)
+        span = e.span
+
+        def index(env: _Env) -> int:
+            arr = base(env)
+            if arr == UNDEF:
+                raise ModelError("read of undefined array", span, "undefined-array")
+            return arr[_check(idx(env), "array index", span) - off]
+        return index
+
+    def _set_lit(self, e: ir.SetLit) -> Compiled:
+        elems = [self.expr(x) for x in e.elems]
+        span = e.span
+        if isinstance(e.type, ir.SetT):
+            def agent_set(env: _Env) -> int:
+                mask = 0
+                for f in elems:
+                    mask |= 1 << _check(f(env), "set element", span)
+                return mask
+            return agent_set
+        return lambda env: frozenset(f(env) for f in elems)
+
+    def _call(self, e: ir.Call) -> Compiled:
+        if e.func == "all_agents":
             everyone = (1 << self.n) - 1
             return lambda env: everyone
-        if isinstance(e, ir.Call):
-            arg = self.expr(e.args[0])
-            span = e.span
-            if e.func == "size":
-                return lambda env: _check(arg(env), "set", span).bit_count()
-            return lambda env: int(arg(env) == UNDEF)
-        if isinstance(e, ir.Quant):
-            body = self.expr(e.body)
-            dom = list(ir.domain(e.var_type))
-            return _quantifier(e.kind == "forall", e.var, lambda env: dom, body)
-        if isinstance(e, ir.InFlight):
-            return self._inflight(e)
-        if isinstance(e, ir.MsgQuant):
-            return self._msg_quant(e)
-        if isinstance(e, ir.MsgVarAttr):
-            name, attr = e.var, e.attr
-            if attr == "src":
-                return lambda env: env.locals[name][0]
-            if attr == "dst":
-                return lambda env: env.locals[name][1]
-            pos = self.field_pos[(self.msg_index[e.message], attr)]
-            return lambda env: env.locals[name][2][pos]
-        raise TypeError(f"cannot compile {e!r}")  # pragma: no cover
+        arg = self.expr(e.args[0])
+        span = e.span
+        if e.func == "size":
+            return lambda env: _check(arg(env), "set", span).bit_count()
+        return lambda env: int(arg(env) == UNDEF)
+
+    def _msg_var_attr(self, e: ir.MsgVarAttr) -> Compiled:
+        name, attr = e.var, e.attr
+        if attr == "src":
+            return lambda env: env.locals[name][0]
+        if attr == "dst":
+            return lambda env: env.locals[name][1]
+        pos = self.field_pos[(self.msg_index[e.message], attr)]
+        return lambda env: env.locals[name][2][pos]
 
     def agent_expr(self, e: ir.Expr, span: Span) -> Compiled:
         f = self.expr(e)
@@ -338,21 +376,30 @@ class Semantics:
             return lambda env: fn(_check(a(env), what, span), _check(b(env), what, span))
         return lambda env: int(fn(_check(a(env), what, span), _check(b(env), what, span)))
 
-    def _messages(self, message: str) -> Callable[[_Env], list[tuple[int, int, tuple]]]:
-        """(src, dst, fields) of every message of this type in flight, on the env's line."""
-        t = self.msg_index[message]
-        net = self.net_index[self.model.message(message).network]
-        ordering = self.model.networks[net].ordering
+    def in_flight(self, nets: tuple, line: int, message: str) -> list[tuple[int, int, tuple]]:
+        """(src, dst, fields) of every message of type ``message`` in flight on ``line``.
 
-        def messages(env: _Env) -> list[tuple[int, int, tuple]]:
-            contents = env.nets[net]
-            if ordering == "unordered":
-                return [(m[1], m[2], m[4]) for m in contents if m[0] == env.line and m[3] == t]
-            if ordering == "fifo":
-                return [(k[0], k[1], q[1]) for k, queue in contents if k[2] == env.line
+        NOTE(in-flight): this is what ``InFlight`` (``inflight(M)``) and message quantifiers
+        (``forall m: M``) range over: every message stored in an unordered or FIFO network,
+        queued behind others or not; never one on the atomic bus, which is delivered within
+        the step that sends it. The Z3 encoders and exporters re-encode exactly this.
+        """
+        t, net_i, ordering = self._msg_net[message]
+        contents = nets[net_i]
+        match ordering:
+            case ir.Ordering.UNORDERED:
+                return [(m[1], m[2], m[4]) for m in contents if m[0] == line and m[3] == t]
+            case ir.Ordering.FIFO:
+                return [(k[0], k[1], q[1]) for k, queue in contents if k[2] == line
                         for q in queue if q[0] == t]
-            return []
-        return messages
+            case ir.Ordering.BUS:
+                return []
+            case _:
+                assert_never(ordering)
+
+    def _messages(self, message: str) -> Callable[[_Env], list[tuple[int, int, tuple]]]:
+        """``in_flight`` on the environment's line and networks."""
+        return lambda env: self.in_flight(env.nets, env.line, message)
 
     def _inflight(self, e: ir.InFlight) -> Compiled:
         messages = self._messages(e.message)
@@ -379,89 +426,109 @@ class Semantics:
         return run
 
     def stmt(self, s: ir.Stmt) -> Callable[[_Env], None]:
-        if isinstance(s, ir.Assign):
-            value = self.expr(s.value)
-            return self._assign(s.target, value, s.span)
-        if isinstance(s, ir.If):
-            cond, then, orelse = self.expr(s.cond), self.block(s.then), self.block(s.orelse)
-            span = s.span
+        """A closure running ``s`` (exhaustive over ``ir.Stmt``)."""
+        match s:
+            case ir.Assign():
+                return self._assign(s.target, self.expr(s.value), s.span)
+            case ir.If():
+                return self._if(s)
+            case ir.For():
+                return self._for(s)
+            case ir.Let():
+                value = self.expr(s.value)
+                name = s.var
 
-            def if_(env: _Env) -> None:
-                if _check(cond(env), "if condition", span):
-                    then(env)
-                else:
-                    orelse(env)
-            return if_
-        if isinstance(s, ir.For):
-            body = self.block(s.body)
-            dom = list(ir.domain(s.var_type))
-            name = s.var
+                def let(env: _Env) -> None:
+                    env.locals[name] = value(env)
+                return let
+            case ir.Send():
+                return self._send(s)
+            case ir.Broadcast():
+                return self._broadcast(s)
+            case ir.Goto():
+                target = s.state
 
-            def for_(env: _Env) -> None:
-                for v in dom:
-                    env.locals[name] = v
-                    body(env)
-                env.locals.pop(name, None)
-            return for_
-        if isinstance(s, ir.Let):
-            value = self.expr(s.value)
-            name = s.var
+                def goto(env: _Env) -> None:
+                    env.goto = target
+                return goto
+            case ir.Perform():
+                return self._perform(s)
+            case ir.Assert():
+                return self._assert(s)
+            case _:
+                assert_never(s)
 
-            def let(env: _Env) -> None:
-                env.locals[name] = value(env)
-            return let
-        if isinstance(s, ir.Send):
-            args = [self.expr(a) for a in s.args]
-            dst = self.expr(s.dst)
-            t = self.msg_index[s.message]
-            span = s.span
+    def _if(self, s: ir.If) -> Callable[[_Env], None]:
+        cond, then, orelse = self.expr(s.cond), self.block(s.then), self.block(s.orelse)
+        span = s.span
 
-            def send(env: _Env) -> None:
-                d = dst(env)
-                if d == UNDEF:
-                    raise ModelError("send to an undefined destination", span, "undefined-dst")
-                self.deliver(env, t, tuple(f(env) for f in args), d, span)
-            return send
-        if isinstance(s, ir.Broadcast):
-            args = [self.expr(a) for a in s.args]
-            exclude = self.expr(s.exclude) if s.exclude is not None else None
-            t = self.msg_index[s.message]
-            span = s.span
+        def if_(env: _Env) -> None:
+            if _check(cond(env), "if condition", span):
+                then(env)
+            else:
+                orelse(env)
+        return if_
 
-            def broadcast(env: _Env) -> None:
-                values = tuple(f(env) for f in args)
-                skip = exclude(env) if exclude is not None else None
-                for a in range(self.n):
-                    if a != skip:
-                        self.deliver(env, t, values, a, span)
-            return broadcast
-        if isinstance(s, ir.Goto):
-            target = s.state
+    def _for(self, s: ir.For) -> Callable[[_Env], None]:
+        body = self.block(s.body)
+        dom = list(ir.domain(s.var_type))
+        name = s.var
 
-            def goto(env: _Env) -> None:
-                env.goto = target
-            return goto
-        if isinstance(s, ir.Perform):
-            value = self.expr(s.value)
-            agent = self.agent_expr(s.agent, s.span)
-            kind, span = s.kind, s.span
+        def for_(env: _Env) -> None:
+            for v in dom:
+                env.locals[name] = v
+                body(env)
+            env.locals.pop(name, None)
+        return for_
 
-            def perform(env: _Env) -> None:
-                v = _check(value(env), f"value of perform {kind}", span)
-                env.performs.append(Perform(agent(env), env.line, kind, v))
-            return perform
-        if isinstance(s, ir.Assert):
-            cond = self.expr(s.cond)
-            text, span = s.text, s.span
+    def _send(self, s: ir.Send) -> Callable[[_Env], None]:
+        args = [self.expr(a) for a in s.args]
+        dst = self.expr(s.dst)
+        t = self.msg_index[s.message]
+        span = s.span
 
-            def assert_(env: _Env) -> None:
-                if not _check(cond(env), "assert condition", span):
-                    raise ModelError(f"assertion failed: {text}", span, "assert")
-            return assert_
-        raise TypeError(f"cannot compile {s!r}")  # pragma: no cover
+        def send(env: _Env) -> None:
+            d = dst(env)
+            if d == UNDEF:
+                raise ModelError("send to an undefined destination", span, "undefined-dst")
+            self.deliver(env, t, tuple(f(env) for f in args), d, span)
+        return send
+
+    def _broadcast(self, s: ir.Broadcast) -> Callable[[_Env], None]:
+        args = [self.expr(a) for a in s.args]
+        exclude = self.expr(s.exclude) if s.exclude is not None else None
+        t = self.msg_index[s.message]
+        span = s.span
+
+        def broadcast(env: _Env) -> None:
+            values = tuple(f(env) for f in args)
+            skip = exclude(env) if exclude is not None else None
+            for a in range(self.n):
+                if a != skip:
+                    self.deliver(env, t, values, a, span)
+        return broadcast
+
+    def _perform(self, s: ir.Perform) -> Callable[[_Env], None]:
+        value = self.expr(s.value)
+        agent = self.agent_expr(s.agent, s.span)
+        kind, span = s.kind, s.span
+
+        def perform(env: _Env) -> None:
+            v = _check(value(env), f"value of perform {kind}", span)
+            env.performs.append(Perform(agent(env), env.line, kind, v))
+        return perform
+
+    def _assert(self, s: ir.Assert) -> Callable[[_Env], None]:
+        cond = self.expr(s.cond)
+        text, span = s.text, s.span
+
+        def assert_(env: _Env) -> None:
+            if not _check(cond(env), "assert condition", span):
+                raise ModelError(f"assertion failed: {text}", span, "assert")
+        return assert_
 
     def _assign(self, target: ir.Expr, value: Compiled, span: Span) -> Callable[[_Env], None]:
-        rng = _range_of(target.type)
+        rng = range_of(target.type)
 
         def checked(env: _Env) -> int:
             v = value(env)
@@ -490,7 +557,7 @@ class Semantics:
         # arrays are tuples: rebuild the element path from the innermost index outwards
         base_get = self.expr(target.base)
         idx = self.expr(target.index)
-        off = ir.index_offset(target.base.type.index)  # type: ignore[union-attr]
+        off = ir.index_offset(_array_type(target.base.type).index)
 
         def new_value(env: _Env) -> tuple:
             arr = base_get(env)
@@ -507,14 +574,19 @@ class Semantics:
 
     def deliver(self, env: _Env, t: int, fields: tuple[int, ...], dst: int, span: Span) -> None:
         message = self.model.messages[t]
+        for f, v in zip(message.fields, fields, strict=True):
+            rng = range_of(f.type)
+            if rng is not None and v != UNDEF and not rng[0] <= v <= rng[1]:
+                raise ModelError(f"value {v} of {message.name}.{f.name} is out of range "
+                                 f"{f.type}", span, "range")
         net_i = self.net_index[message.network]
         net = self.model.networks[net_i]
         src = env.agent if env.agent is not None else self.home_id
-        if net.ordering == "bus":
+        if net.ordering is ir.Ordering.BUS:
             self._deliver_now(env, t, fields, src, dst, span)
             return
         contents = env.nets[net_i]
-        if net.ordering == "unordered":
+        if net.ordering is ir.Ordering.UNORDERED:
             if len(contents) >= net.capacity:
                 raise Blocked()
             env.nets[net_i] = tuple(sorted((*contents, (env.line, src, dst, t, fields))))
@@ -530,15 +602,16 @@ class Semantics:
     def _deliver_now(self, env: _Env, t: int, fields: tuple[int, ...], src: int, dst: int,
                      span: Span) -> None:
         """Atomic bus: the receiver's transition runs inside the sender's step."""
-        if env.depth > 8:
+        if env.depth > BUS_NESTING_LIMIT:
             raise ModelError("messages on the atomic bus keep triggering each other "
-                             "(more than 8 nested deliveries)", span, "bus-nesting")
+                             f"(more than {BUS_NESTING_LIMIT} nested deliveries)", span,
+                             "bus-nesting")
         machine = self.home if dst == self.home_id else self.cache
         name = self.model.messages[t].name
         if machine is None:
             raise ModelError(f"{name} sent to a machine the spec does not have", span,
                              "no-machine")
-        agent = None if machine.kind == "home" else dst
+        agent = None if machine.kind is ir.MachineKind.HOME else dst
         state = env.home[0] if agent is None else env.caches[agent][0]
         saved = (env.agent, env.msg, env.locals, env.goto)
         env.agent, env.msg, env.goto = agent, (src, fields, t), None
@@ -578,7 +651,8 @@ class Semantics:
 
     # ------------------------------------------------------------ states
 
-    def _init_value(self, v: ir.Var) -> Any:
+    def init_value(self, v: ir.Var) -> Any:
+        """The initial value of a variable (every array element set to its initializer)."""
         init = self.expr(v.init)
         dummy = _Env(self, 0, ((), (), ()), [])
         value = init(dummy)
@@ -586,15 +660,15 @@ class Semantics:
 
     def initial_states(self) -> list[State]:
         m = self.model
-        globals_ = tuple(self._init_value(v) for v in m.globals)
-        home = ()
+        globals_ = tuple(self.init_value(v) for v in m.globals)
+        home: tuple = ()
         if self.home is not None:
             home = (self.home.state_index(self.home.init_state),
-                    *(self._init_value(v) for v in self.home.vars))
-        caches = ()
+                    *(self.init_value(v) for v in self.home.vars))
+        caches: tuple = ()
         if self.cache is not None:
             one = (self.cache.state_index(self.cache.init_state),
-                   *(self._init_value(v) for v in self.cache.vars))
+                   *(self.init_value(v) for v in self.cache.vars))
             caches = tuple(one for _ in range(self.n))
         lines = tuple((globals_, home, caches) for _ in range(m.lines))
         nets = tuple(() for _ in m.networks)
@@ -606,76 +680,157 @@ class Semantics:
 
     # ------------------------------------------------------------ actions
 
-    def enabled(self, state: State) -> tuple[list[Outcome], list[Violation]]:
-        """Every enabled action with its outcome, and 'no transition' errors found on the way."""
-        outcomes: list[Outcome] = []
-        problems: list[Violation] = []
-        lines, nets, _ = state
-        m = self.model
-        cache, home = self.cache, self.home
-        for line in range(m.lines):
-            lstate = lines[line]
-            if cache is not None:
-                for agent in range(self.n):
-                    cstate = lstate[2][agent][0]
-                    cname = cache.state_type.members[cstate]
-                    for tr in cache.transitions:
-                        if tr.kind == "message" or cname not in tr.states:
-                            continue
-                        for params in self._param_values(tr):
-                            act = Action(tr.kind, cache.name, agent, line, tr.index, params)
-                            out = self.execute(state, act)
-                            if out is not None:
-                                outcomes.append(out)
-            if home is not None:
-                hname = home.state_type.members[lstate[1][0]]
-                for tr in home.transitions:
-                    if tr.kind != "rule" or hname not in tr.states:
-                        continue
-                    for params in self._param_values(tr):
-                        act = Action("rule", home.name, None, line, tr.index, params)
-                        out = self.execute(state, act)
-                        if out is not None:
-                            outcomes.append(out)
-        for net_i, net in enumerate(m.networks):
-            if net.ordering == "unordered":
-                deliverable = sorted(set(nets[net_i]))
-            elif net.ordering == "fifo":
-                deliverable = [(k[2], k[0], k[1], q[0][0], q[0][1]) for k, q in nets[net_i]]
-            else:
-                continue
-            for msg in deliverable:
-                line, src, dst, t, _fields = msg
-                machine = home if dst == self.home_id else cache
-                name = m.messages[t].name
-                agent = None if dst == self.home_id else dst
-                if machine is None:
-                    problems.append(Violation("no-transition", name,
-                                              f"{name} sent to a machine the spec lacks"))
-                    continue
-                sidx = lines[line][1][0] if agent is None else lines[line][2][agent][0]
-                candidates = self.handlers.get((machine.name, name, sidx), [])
-                if not candidates:
-                    problems.append(Violation(
-                        "no-transition", name,
-                        f"no transition for {name} (from {self.node_name(src)}) in state "
-                        f"{machine.state_type.members[sidx]} of {_machine_label(machine, agent)}",
-                        line))
-                    continue
-                for tr in candidates:
-                    if tr.stall:
-                        continue
-                    act = Action("message", machine.name, agent, line, tr.index, (), net_i, msg)
-                    out = self.execute(state, act)
-                    if out is not None:
-                        outcomes.append(out)
-        return outcomes, problems
+    def action_instances(self, state: State,
+                         transition: ir.Transition | None = None) -> list[Action]:
+        """Every action that may be tried in ``state`` (of ``transition`` only, when given).
 
-    def _param_values(self, tr: ir.Transition) -> list[tuple[int, ...]]:
-        combos: list[tuple[int, ...]] = [()]
-        for p in tr.params:
-            combos = [(*c, v) for c in combos for v in ir.domain(p.type)]
-        return combos
+        NOTE(actions): the one enumeration of actions, in the order ``enabled`` tries them:
+        per line, each agent's cache events and rules, then the home's rules (``spontaneous``),
+        each with every parameter value (``param_values``), when the machine is in one of the
+        transition's source states; then, per network, each ``deliverable`` message with every
+        non-stalling handler that its receiver has in its current state. Guards are not
+        evaluated and sends not tried: ``execute`` does that, and returns None when the
+        action is not enabled. The Z3 encoder and the exporters enumerate the same
+        (machine, transition, parameter) instances, symbolically (tests check it).
+        """
+        lines = state[0]
+        out: list[Action] = []
+        only = None if transition is None else (transition.machine, transition.index)
+        if transition is None or transition.kind is not ir.TransitionKind.MESSAGE:
+            cache, home = self.cache, self.home
+            for line in range(self.model.lines):
+                lstate = lines[line]
+                if cache is not None:
+                    for agent in range(self.n):
+                        cname = cache.state_type.members[lstate[2][agent][0]]
+                        for tr, values in self._spontaneous[cache.name]:
+                            if cname not in tr.states or (
+                                    only is not None and only != (tr.machine, tr.index)):
+                                continue
+                            out += [Action(tr.kind, cache.name, agent, line, tr.index, ps)
+                                    for ps in values]
+                if home is not None:
+                    hname = home.state_type.members[lstate[1][0]]
+                    for tr, values in self._spontaneous[home.name]:
+                        if hname not in tr.states or (
+                                only is not None and only != (tr.machine, tr.index)):
+                            continue
+                        out += [Action(tr.kind, home.name, None, line, tr.index, ps)
+                                for ps in values]
+        if transition is None or transition.kind is ir.TransitionKind.MESSAGE:
+            for net_i, msg in self.deliverable(state):
+                for tr in self.handlers_of(state, msg):
+                    if tr.stall or (only is not None and only != (tr.machine, tr.index)):
+                        continue
+                    out.append(Action(ir.TransitionKind.MESSAGE, tr.machine,
+                                      self.receiver(msg[2])[1], msg[0], tr.index, (), net_i,
+                                      msg))
+        return out
+
+    def enabled(self, state: State) -> tuple[list[Outcome], list[Violation]]:
+        """Every enabled action with its outcome (``execute`` of each ``action_instances``),
+        and the state's 'no transition' errors (``no_transitions``)."""
+        outcomes: list[Outcome] = []
+        for act in self.action_instances(state):
+            out = self.execute(state, act)
+            if out is not None:
+                outcomes.append(out)
+        return outcomes, self.no_transitions(state)
+
+    def deliverable(self, state: State) -> list[tuple[int, Message]]:
+        """The messages that may arrive next, as (network index, message as stored).
+
+        NOTE(orderings): what each network ordering means. UNORDERED: any message in the
+        multiset (each distinct one once); FIFO: the head of each (src, dst, line) queue;
+        BUS: none, since a bus message is handled within the step that sends it (``deliver``).
+        A message is ``(line, src, dst, type, fields)`` in every ordering.
+        """
+        nets = state[1]
+        out: list[tuple[int, Message]] = []
+        for net_i, net in enumerate(self.model.networks):
+            match net.ordering:
+                case ir.Ordering.UNORDERED:
+                    out += [(net_i, m) for m in sorted(set(nets[net_i]))]
+                case ir.Ordering.FIFO:
+                    out += [(net_i, (k[2], k[0], k[1], q[0][0], q[0][1]))
+                            for k, q in nets[net_i]]
+                case ir.Ordering.BUS:
+                    pass
+                case _:
+                    assert_never(net.ordering)
+        return out
+
+    def messages_in_flight(self, state: State) -> list[tuple[int, Message]]:
+        """Every message in flight, as (network index, message), per network in storage
+        order (a FIFO queue front to back); a message sent twice is listed twice."""
+        nets = state[1]
+        out: list[tuple[int, Message]] = []
+        for net_i, net in enumerate(self.model.networks):
+            match net.ordering:
+                case ir.Ordering.UNORDERED:
+                    out += [(net_i, m) for m in nets[net_i]]
+                case ir.Ordering.FIFO:
+                    out += [(net_i, (line, src, dst, t, f))
+                            for (src, dst, line), queue in nets[net_i] for t, f in queue]
+                case ir.Ordering.BUS:
+                    pass
+                case _:
+                    assert_never(net.ordering)
+        return out
+
+    def receiver(self, dst: int) -> tuple[ir.Machine | None, int | None]:
+        """The machine a message to node ``dst`` arrives at, and its agent (None: home)."""
+        if dst == self.home_id:
+            return self.home, None
+        return self.cache, dst
+
+    def handlers_of(self, state: State, msg: Message) -> list[ir.Transition]:
+        """The transitions (stalling ones included) that the receiver of ``msg`` has for it
+        in its current state; [] when it has none, or the spec lacks the receiver."""
+        line, _src, dst, t, _fields = msg
+        machine, agent = self.receiver(dst)
+        if machine is None:
+            return []
+        lstate = state[0][line]
+        sidx = lstate[1][0] if agent is None else lstate[2][agent][0]
+        return self.handlers.get((machine.name, self.model.messages[t].name, sidx), [])
+
+    def no_transitions(self, state: State) -> list[Violation]:
+        """NOTE(no-transition): a deliverable message whose receiver has no transition for it
+        (not even a stalling one) in its current state is an error of the spec, reported
+        once per such message; so is a message to a machine the spec lacks."""
+        out: list[Violation] = []
+        for _net_i, msg in self.deliverable(state):
+            line, src, dst, t, _fields = msg
+            name = self.model.messages[t].name
+            machine, agent = self.receiver(dst)
+            if machine is None:
+                out.append(Violation("no-transition", name,
+                                     f"{name} sent to a machine the spec lacks", line,
+                                     ("no-transition", "", name, "")))
+                continue
+            if self.handlers_of(state, msg):
+                continue
+            lstate = state[0][line]
+            sidx = lstate[1][0] if agent is None else lstate[2][agent][0]
+            out.append(Violation(
+                "no-transition", name,
+                f"no transition for {name} (from {self.node_name(src)}) in state "
+                f"{machine.state_type.members[sidx]} of {_machine_label(machine, agent)}",
+                line, ("no-transition", machine.name, name, machine.state_type.members[sidx])))
+        return out
+
+    def is_deadlock(self, state: State, outcomes: Iterable[Outcome],
+                    problems: Sequence[Violation]) -> bool:
+        """NOTE(deadlock): ``state`` deadlocks when no action yields a successor, no action
+        errs (``outcomes`` of ``enabled``, possibly a lazy iterable: it is read until the
+        first one), no message lacks a transition (``problems``), and yet the state is not
+        ``quiescent``: a request or a message is pending. Every engine reports this."""
+        if problems:
+            return False
+        if any(o.state is not None or o.error is not None for o in outcomes):
+            return False
+        return not self.quiescent(state)
 
     def execute(self, state: State, act: Action) -> Outcome | None:
         """Run one action. None when it is not enabled (guard false, or a send would block)."""
@@ -688,14 +843,14 @@ class Semantics:
         env.agent = act.agent
         for p, v in zip(tr.params, act.params, strict=True):
             env.locals[p.name] = v
-        if act.kind == "message":
+        if act.kind == ir.TransitionKind.MESSAGE:
             _line, src, _dst, t, fields = act.msg
             env.msg = (src, fields, t)
         try:
             if not self._guard_ok(env, tr):
                 return None
             env.thaw()
-            if act.kind == "message":
+            if act.kind == ir.TransitionKind.MESSAGE:
                 self._remove_message(env, act.net, act.msg)
             self._bodies[(machine.name, tr.index)](env)
             self._apply_goto(env, machine, act.agent)
@@ -725,12 +880,12 @@ class Semantics:
             return False
         if current is None or machine.state_type.members[current] not in tr.states:
             return False
-        if act.kind != "message":
+        if act.kind != ir.TransitionKind.MESSAGE:
             return True
         if act.msg is None or not 0 <= act.net < len(nets):
             return False
         contents = nets[act.net]
-        if self.model.networks[act.net].ordering == "unordered":
+        if self.model.networks[act.net].ordering is ir.Ordering.UNORDERED:
             return act.msg in contents
         line_i, src, dst, t, fields = act.msg
         queue = dict(contents).get((src, dst, line_i), ())
@@ -739,7 +894,7 @@ class Semantics:
     def _remove_message(self, env: _Env, net_i: int, msg: tuple) -> None:
         net = self.model.networks[net_i]
         contents = env.nets[net_i]
-        if net.ordering == "unordered":
+        if net.ordering is ir.Ordering.UNORDERED:
             i = contents.index(msg)
             env.nets[net_i] = contents[:i] + contents[i + 1:]
         else:
@@ -816,11 +971,13 @@ class Semantics:
                     ok = f(env)
                 except ModelError as err:
                     out.append(Violation("error", inv.name,
-                                         f"invariant {inv.name}: {err.message}", line))
+                                         f"invariant {inv.name}: {err.message}", line,
+                                         ("error", inv.name)))
                     continue
                 if not ok:
                     out.append(Violation("invariant", inv.name, f"invariant {inv.name} is "
-                                         f"violated on line {line}", line))
+                                         f"violated on line {line}", line,
+                                         ("invariant", inv.name)))
         return out
 
     def quiescent(self, state: State) -> bool:
@@ -855,7 +1012,35 @@ def _machine_label(machine: ir.Machine, agent: int | None) -> str:
     return machine.name if agent is None else f"{machine.name}[{agent}]"
 
 
-def _range_of(t: ir.Type) -> tuple[int, int] | None:
+def handler_table(model: ir.Model) -> dict[tuple[str, str, int], list[ir.Transition]]:
+    """The message handlers (stalling ones included) by (machine, message name, state index):
+    a deliverable message with no entry here is a 'no transition' error (NOTE(no-transition))."""
+    out: dict[tuple[str, str, int], list[ir.Transition]] = {}
+    for m in model.machines:
+        for t in m.transitions:
+            if t.kind is ir.TransitionKind.MESSAGE:
+                for s in t.states:
+                    out.setdefault((m.name, t.name, m.state_index(s)), []).append(t)
+    return out
+
+
+def spontaneous(machine: ir.Machine) -> list[ir.Transition]:
+    """The transitions of ``machine`` that fire without a message arriving: processor events
+    (which the front end allows only on caches) and rules, in declaration order."""
+    return [t for t in machine.transitions if t.kind is not ir.TransitionKind.MESSAGE]
+
+
+def param_values(tr: ir.Transition) -> list[tuple[int, ...]]:
+    """Every tuple of parameter values ``tr`` fires with (one instance each), in order."""
+    combos: list[tuple[int, ...]] = [()]
+    for p in tr.params:
+        combos = [(*c, v) for c in combos for v in ir.domain(p.type)]
+    return combos
+
+
+def range_of(t: ir.Type) -> tuple[int, int] | None:
+    """The values an assignment to a variable of type ``t`` may store (checked at run time,
+    "range" errors); None when every value of the type fits by construction."""
     if isinstance(t, ir.IntT):
         return (t.lo, t.hi)
     if isinstance(t, (ir.ValueT, ir.AgentT, ir.EnumT)):

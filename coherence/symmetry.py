@@ -109,16 +109,16 @@ class Symmetry:
         for ordering, contents in zip(self.orderings, nets, strict=True):
             if not contents:
                 new_nets.append(contents)
-            elif ordering == "unordered":
+            elif ordering is ir.Ordering.UNORDERED:
                 new_nets.append(tuple(sorted(
                     (line, self._node(src, p), self._node(dst, p), t, self._fields(t, f, p))
                     for line, src, dst, t, f in contents)))
-            elif ordering == "fifo":
+            elif ordering is ir.Ordering.FIFO:
                 new_nets.append(tuple(sorted(
                     ((self._node(src, p), self._node(dst, p), line),
                      tuple((t, self._fields(t, f, p)) for t, f in queue))
                     for (src, dst, line), queue in contents)))
-            else:
+            else:  # the bus holds nothing
                 new_nets.append(contents)
         new_monitor = monitor
         if monitor:
@@ -142,14 +142,14 @@ class Symmetry:
             tuple(x for x, sym in zip(line[2][a], self.cache_symmetric, strict=True) if not sym)
             for line in lines if line[2])
         mon_part = tuple(m[a] for m in monitor) if monitor else ()
-        msgs = []
+        msgs: list[tuple] = []
         # Entries start with the network's index: unordered and fifo entries differ in shape.
         for net_i, (ordering, contents) in enumerate(zip(self.orderings, nets, strict=True)):
-            if ordering == "unordered":
+            if ordering is ir.Ordering.UNORDERED:
                 for line, src, dst, t, f in contents:
                     if src == a or dst == a:
                         msgs.append((net_i, line, t, src == a, dst == a, self._plain(t, f)))
-            elif ordering == "fifo":
+            elif ordering is ir.Ordering.FIFO:
                 for (src, dst, line), queue in contents:
                     if src == a or dst == a:
                         msgs.append((net_i, line, src == a, dst == a,

@@ -114,9 +114,10 @@ def _matching_error(outcomes: list[Outcome], final: Outcome) -> Outcome | None:
         if out.error is None or type(out.error) is not type(final.error):
             continue
         a = out.action
-        if (a.kind, a.machine, a.transition, a.params if a.kind != "event" else ()) == (
+        if (a.kind, a.machine, a.transition,
+                a.params if a.kind != ir.TransitionKind.EVENT else ()) == (
                 want.kind, want.machine, want.transition,
-                want.params if want.kind != "event" else ()) and (
+                want.params if want.kind != ir.TransitionKind.EVENT else ()) and (
                 out.error.span == final.error.span):
             return out
     for out in outcomes:  # permuted parameters: any error of the same kind and place
@@ -182,17 +183,7 @@ class Formatter:
 
 
 def _messages(sem: Semantics, state: State) -> Counter:
-    out: Counter = Counter()
-    for net_i, net in enumerate(sem.model.networks):
-        contents = state[1][net_i]
-        if net.ordering == "unordered":
-            for m in contents:
-                out[m] += 1
-        elif net.ordering == "fifo":
-            for (src, dst, line), queue in contents:
-                for t, f in queue:
-                    out[(line, src, dst, t, f)] += 1
-    return out
+    return Counter(m for _net_i, m in sem.messages_in_flight(state))
 
 
 def describe(sem: Semantics, index: int, before: State, out: Outcome) -> Step:
@@ -204,7 +195,7 @@ def describe(sem: Semantics, index: int, before: State, out: Outcome) -> Step:
     actor = machine.name if act.agent is None else f"{machine.name}[{act.agent}]"
     line_note = f" (line {act.line})" if model.lines > 1 else ""
     received = None
-    if act.kind == "message":
+    if act.kind == ir.TransitionKind.MESSAGE:
         _line, src, _dst, t, fields = act.msg
         text = fmt.message(t, fields)
         event = f"receives {text} from {fmt.node(src)}{line_note}"
@@ -212,7 +203,7 @@ def describe(sem: Semantics, index: int, before: State, out: Outcome) -> Step:
     else:
         args = ", ".join(f"{p.name}={fmt.value(p.type, v)}"
                          for p, v in zip(tr.params, act.params, strict=True))
-        prefix = "rule " if act.kind == "rule" else ""
+        prefix = "rule " if act.kind == ir.TransitionKind.RULE else ""
         event = f"{prefix}{tr.name}{f'({args})' if args else ''}{line_note}"
     changes: list[str] = []
     state_changes: list[tuple[str, str, str]] = []
@@ -252,8 +243,8 @@ def action_from_json(d: dict[str, Any]) -> Action:
     if msg is not None:
         line, src, dst, t, fields = msg
         msg = (line, src, dst, t, tuple(fields))
-    return Action(d["kind"], d["machine"], d["agent"], d["line"], d["transition"],
-                  tuple(d["params"]), d.get("net", -1), msg)
+    return Action(ir.TransitionKind(d["kind"]), d["machine"], d["agent"], d["line"],
+                  d["transition"], tuple(d["params"]), d.get("net", -1), msg)
 
 
 def _diff_lines(sem: Semantics, fmt: Formatter, before: State,

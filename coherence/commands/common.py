@@ -1,26 +1,21 @@
-"""Helpers shared by verbs: loading the spec with overrides, rich consoles."""
+"""Helpers shared by verbs: loading the spec with overrides; the consoles, re-exported from
+``coherence.console`` (where back ends import them from)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from rich.console import Console
-
+from coherence.console import err_console, out_console, params_text
 from coherence.ir import Model
 from coherence.spec.load import load_spec, parse_overrides
+
+__all__ = ["add_diagram_arg", "draw_failures", "err_console", "load_model", "out_console",
+           "params_text", "progress_enabled"]
 
 
 def load_model(args: argparse.Namespace) -> Model:
     return load_spec(args.spec, parse_overrides(args.param, args.agents))
-
-
-def out_console() -> Console:
-    return Console(highlight=False, soft_wrap=True)
-
-
-def err_console() -> Console:
-    return Console(stderr=True, highlight=False)
 
 
 def progress_enabled(mode: str) -> bool:
@@ -29,10 +24,6 @@ def progress_enabled(mode: str) -> bool:
     if mode == "never":
         return False
     return sys.stderr.isatty()
-
-
-def params_text(model: Model) -> str:
-    return " ".join(f"{p.name}={p.value}" for p in model.params)
 
 
 def add_diagram_arg(p: argparse.ArgumentParser) -> None:

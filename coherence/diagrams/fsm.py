@@ -31,9 +31,9 @@ def params_note(model: ir.Model) -> str:
 
 def event_text(model: ir.Model, t: ir.Transition, printer: Printer) -> tuple[str, str]:
     """The trigger of a transition as text, and its colour."""
-    if t.kind == "message":
+    if t.kind is ir.TransitionKind.MESSAGE:
         text, colour = f"?{t.name}", MESSAGE_COLOUR
-    elif t.kind == "rule":
+    elif t.kind is ir.TransitionKind.RULE:
         args = ", ".join(f"{p.name}: {p.type}" for p in t.params)
         text, colour = f"rule {t.name}{f'({args})' if args else ''}", RULE_COLOUR
     else:
@@ -77,7 +77,7 @@ def transition_label(model: ir.Model, t: ir.Transition, printer: Printer,
 def machine_graph(model: ir.Model, machine: ir.Machine) -> graphviz.Digraph:
     """The controller FSM of one machine."""
     printer = Printer(model, machine)
-    kind = "cache controller, one per agent" if machine.kind == "cache" else \
+    kind = "cache controller, one per agent" if machine.kind is ir.MachineKind.CACHE else \
         "home controller, one per line"
     var_text = "; ".join(f"{v.name}: {v.type} = {printer.expr(v.init)}" for v in machine.vars)
     title = (f"<<b>{html(machine.name)}</b> — {kind}<br/>"
@@ -125,5 +125,5 @@ def machine_graph(model: ir.Model, machine: ir.Machine) -> graphviz.Digraph:
 def spec_graphs(model: ir.Model) -> list[tuple[str, graphviz.Digraph]]:
     """(file stem, graph) for every machine of the spec, home first."""
     stem = Path(model.file).stem
-    ordered = sorted(model.machines, key=lambda m: (m.kind != "home", m.name))
+    ordered = sorted(model.machines, key=lambda m: (m.kind is not ir.MachineKind.HOME, m.name))
     return [(f"{stem}.fsm.{m.name}", machine_graph(model, m)) for m in ordered]

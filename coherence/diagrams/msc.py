@@ -87,7 +87,7 @@ class _BusLog(Semantics):
 def bus_messages(model: ir.Model, trace: Sequence[Step]) -> list[list[Send]]:
     """Per step, the messages delivered on an atomic bus; empty lists if replay fails."""
     empty: list[list[Send]] = [[] for _ in trace]
-    if not any(n.ordering == "bus" for n in model.networks):
+    if not any(n.ordering is ir.Ordering.BUS for n in model.networks):
         return empty
     sem = _BusLog(model)
     fmt = Formatter(sem)

@@ -19,6 +19,7 @@ picture helps nobody, and the message says how to make the configuration smaller
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import attrs
@@ -28,6 +29,7 @@ from coherence import ir
 from coherence.diagrams.fsm import params_note
 from coherence.diagrams.render import html, new_graph
 from coherence.encode import encode
+from coherence.explore import Search, StateLimit, bfs
 from coherence.semantics import UNDEF, Outcome, Semantics, State
 from coherence.symmetry import Symmetry
 from coherence.trace import Formatter
@@ -72,41 +74,23 @@ def explore(model: ir.Model, max_nodes: int = DEFAULT_MAX_NODES,
     sem = Semantics(without_monitors(model))
     sym = Symmetry(sem) if symmetry and model.agents > 1 else None
 
-    def canon(s: State) -> tuple[bytes, State]:
-        return sym.canonical(s) if sym is not None else (encode(s), s)
+    def canon(s: State) -> bytes:
+        return sym.canonical(s)[0] if sym is not None else encode(s)
 
-    index: dict[bytes, int] = {}
-    states: list[State] = []
-    parent: list[int] = []
     edges: dict[tuple[int, int], list[str]] = {}
     errors: list[str] = []
     bad: dict[int, list[str]] = {}
     # the shortest failure: (steps, state, error node or None); an error costs one step more
     first_bad: tuple[int, int, int | None] | None = None
-    depth: list[int] = []
     fmt = Formatter(sem)
+    search: Search[State] = Search()
+    depth = search.depth
 
-    def add(s: State, par: int) -> int:
-        key, _ = canon(s)
-        if key in index:
-            return index[key]
-        if len(states) >= max_nodes:
-            raise TooLarge(max_nodes)
-        index[key] = len(states)
-        states.append(s)  # the first concrete state of its orbit that BFS meets
-        parent.append(par)
-        depth.append(depth[par] + 1 if par >= 0 else 0)
-        return index[key]
-
-    for s in sem.initial_states():
-        add(s, -1)
-    i = 0
-    while i < len(states):
-        state = states[i]
+    def expand(i: int, state: State, add: Callable[[State], int]) -> None:
+        nonlocal first_bad
         for v in sem.invariant_violations(state):
             bad.setdefault(i, []).append(v.name)
         outcomes, problems = sem.enabled(state)
-        live = 0
         for out in outcomes:
             label = action_label(sem, fmt, out)
             if out.error is not None or out.state is None:
@@ -118,28 +102,27 @@ def explore(model: ir.Model, max_nodes: int = DEFAULT_MAX_NODES,
                 if first_bad is None or depth[i] + 1 < first_bad[0]:
                     first_bad = (depth[i] + 1, i, k)
                 continue
-            live += 1
-            j = add(out.state, i)
+            j = add(out.state)
             labels = edges.setdefault((i, j), [])
             if label not in labels:
                 labels.append(label)
         for p in problems:
             bad.setdefault(i, []).append(p.message)
-        if live == 0 and not problems and not any(o.error for o in outcomes) and (
-                not sem.quiescent(state)):
+        if sem.is_deadlock(state, outcomes, problems):
             bad.setdefault(i, []).append("deadlock")
         if i in bad and (first_bad is None or depth[i] < first_bad[0]):
             first_bad = (depth[i], i, None)
-        i += 1
+
+    try:  # each node is the first concrete state of its orbit that the search meets
+        bfs(sem.initial_states(), expand, canon, max_nodes, search)
+    except StateLimit as err:
+        raise TooLarge(err.limit) from None
     path: list[int] = []
     end_error = None
     if first_bad is not None:
         _, node, end_error = first_bad
-        while node >= 0:
-            path.append(node)
-            node = parent[node]
-        path.reverse()
-    return StateGraph(states, edges, errors, bad, path, end_error)
+        path = search.path_to(node)
+    return StateGraph(search.nodes, edges, errors, bad, path, end_error)
 
 
 def action_label(sem: Semantics, fmt: Formatter, out: Outcome) -> str:
@@ -148,7 +131,7 @@ def action_label(sem: Semantics, fmt: Formatter, out: Outcome) -> str:
     tr = machine.transitions[act.transition]
     who = machine.name if act.agent is None else f"{act.agent}"
     line = f"@{act.line}" if sem.model.lines > 1 else ""
-    if act.kind == "message":
+    if act.kind == ir.TransitionKind.MESSAGE:
         _line, _src, _dst, t, fields = act.msg
         return f"{who}{line} ?{fmt.message(t, fields)}"
     args = ",".join(fmt.value(p.type, v) for p, v in zip(tr.params, act.params, strict=True))
@@ -158,7 +141,7 @@ def action_label(sem: Semantics, fmt: Formatter, out: Outcome) -> str:
 def state_label(sem: Semantics, fmt: Formatter, state: State) -> list[str]:
     """A compact text of a state: home, each cache, messages in flight (undefined omitted)."""
     model = sem.model
-    lines_, nets, _ = state
+    lines_ = state[0]
     out: list[str] = []
     for li, (g, h, caches) in enumerate(lines_):
         prefix = f"line {li}: " if model.lines > 1 else ""
@@ -171,14 +154,8 @@ def state_label(sem: Semantics, fmt: Formatter, state: State) -> list[str]:
         if sem.cache is not None:
             for a, c in enumerate(caches):
                 out.append(prefix + _machine_text(sem.cache, str(a), c, fmt))
-    msgs: list[str] = []
-    for net, contents in zip(model.networks, nets, strict=True):
-        if net.ordering == "unordered":
-            for line, src, dst, t, f in contents:
-                msgs.append(_msg_text(sem, fmt, line, src, dst, t, f))
-        elif net.ordering == "fifo":
-            for (src, dst, line), queue in contents:
-                msgs += [_msg_text(sem, fmt, line, src, dst, t, f) for t, f in queue]
+    msgs = [_msg_text(sem, fmt, line, src, dst, t, f)
+            for _net_i, (line, src, dst, t, f) in sem.messages_in_flight(state)]
     if msgs:
         out.append("net: " + ", ".join(msgs))
     return out

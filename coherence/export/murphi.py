@@ -27,6 +27,7 @@ import attrs
 
 from coherence import ir
 from coherence.errors import NO_SPAN, Span, SpecError
+from coherence.semantics import handler_table, spontaneous
 
 
 class ExportError(SpecError):
@@ -88,6 +89,7 @@ class MurphiExporter:
                 self._no_node(f.type, f.span, f"field {msg.name}.{f.name}")
         self.rule_specs: list[tuple[str, list[str], str, str]] = []
         self.rule_args: dict[str, list[str]] = {}
+        self.handlers = handler_table(model)
 
     def _no_node(self, t: ir.Type, span: Span, what: str) -> None:
         if isinstance(t, ir.NodeT) or (isinstance(t, ir.ArrayT) and (
@@ -322,7 +324,7 @@ class MurphiExporter:
     def inflight(self, e: ir.InFlight, ctx: _Ctx) -> str:
         msg = self.m.message(e.message)
         net = self.net(msg.network)
-        if net.ordering == "bus":
+        if net.ordering is ir.Ordering.BUS:
             return "false"
         dst = self.node(e.dst, ctx) if e.dst is not None else None
         parts = []
@@ -335,7 +337,7 @@ class MurphiExporter:
                 binders.append(f"{qs}: AGENT")
             if d in ("h2a", "a2a") and dst is None:
                 binders.append(f"{qd}: AGENT")
-            if net.ordering == "fifo":
+            if net.ordering is ir.Ordering.FIFO:
                 q = self.queue(net, d, qs, qd, ctx.s)
                 cond = (f"(exists l__ifk: 0..{net.capacity - 1} do (l__ifk < {q}.count & "
                         f"{q}.q[l__ifk].mtype = MT_{msg.name}) end)")
@@ -358,13 +360,13 @@ class MurphiExporter:
             for tr in machine.transitions:
                 for st in ir.walk_stmts(tr.body):
                     if isinstance(st, ir.Broadcast) and st.message == name:
-                        out.add("a2a" if machine.kind == "cache" else "h2a")
+                        out.add("a2a" if machine.kind is ir.MachineKind.CACHE else "h2a")
                     if not isinstance(st, ir.Send) or st.message != name:
                         continue
                     literal = isinstance(st.dst, ir.Lit) and isinstance(st.dst.type, ir.NodeT)
                     to_agent = not literal  # an agent, or a node such as msg.src
                     to_home = literal or isinstance(st.dst.type, ir.NodeT)
-                    if machine.kind == "cache":
+                    if machine.kind is ir.MachineKind.CACHE:
                         out |= ({"a2h"} if to_home else set()) | (
                             {"a2a"} if to_agent else set())
                     else:
@@ -377,7 +379,7 @@ class MurphiExporter:
         msg = self.m.message(e.message)
         net = self.net(msg.network)
         forall = e.kind == "forall"
-        if net.ordering == "bus":
+        if net.ordering is ir.Ordering.BUS:
             return "true" if forall else "false"
         qs, qd, qk = f"l__{e.var}_s", f"l__{e.var}_d", f"l__{e.var}_k"
         parts = []
@@ -389,7 +391,7 @@ class MurphiExporter:
                 binders.append(f"{qd}: AGENT")
             src = ("agent", qs) if d in ("a2h", "a2a") else ("home", None)
             dst = ("agent", qd) if d in ("h2a", "a2a") else ("home", None)
-            if net.ordering == "fifo":
+            if net.ordering is ir.Ordering.FIFO:
                 q = self.queue(net, d, qs, qd, ctx.s)
                 binders.append(f"{qk}: 0..{net.capacity - 1}")
                 present = f"({qk} < {q}.count & {q}.q[{qk}].mtype = MT_{msg.name})"
@@ -503,7 +505,7 @@ class MurphiExporter:
         msg = self.m.message(name)
         net = self.net(msg.network)
         assert ctx.machine is not None
-        from_home = ctx.machine.kind == "home"
+        from_home = ctx.machine.kind is ir.MachineKind.HOME
         src = None if from_home else ctx.me
         if dst[0] == "home":
             if from_home:
@@ -511,7 +513,7 @@ class MurphiExporter:
             d = "a2h"
         else:
             d = "h2a" if from_home else "a2a"
-        if net.ordering == "bus":
+        if net.ordering is ir.Ordering.BUS:
             call_args = [ctx.s]
             if d in ("a2h", "a2a"):
                 call_args.append(src or "")
@@ -530,7 +532,7 @@ class MurphiExporter:
             p.calls.add(proc)
             call_args.append("blk")
             return [*out, f"{proc}({', '.join(call_args)});", "if blk then return end;"]
-        if net.ordering == "fifo":
+        if net.ordering is ir.Ordering.FIFO:
             q = self.queue(net, d, src, dst[1], ctx.s)
             out = [f"if {q}.count >= {net.capacity} then blk := true; return end;",
                    f"{q}.q[{q}.count].mtype := MT_{name};"]
@@ -566,7 +568,8 @@ class MurphiExporter:
         epilogue: list[str] = []
         if "l__ns" in p.decls:
             assert ctx.machine is not None
-            st = f"{ctx.s}.h_state" if ctx.machine.kind == "home" else f"{ctx.s}.c[{ctx.me}].state"
+            st = (f"{ctx.s}.h_state" if ctx.machine.kind is ir.MachineKind.HOME
+                  else f"{ctx.s}.c[{ctx.me}].state")
             epilogue = [f"if !isundefined(l__ns) then {st} := l__ns end;"]
             prologue = ["undefine l__ns;", *prologue]
         head = f"procedure {name}(var s: State_t; " + "".join(f"{x}; " for x in params)
@@ -608,7 +611,7 @@ class MurphiExporter:
             out.append(f"  T_{mach.name}_state: enum {{ {consts} }};")
         for net in m.networks:
             msgs = self.net_messages(net)
-            if net.ordering == "fifo" and msgs:
+            if net.ordering is ir.Ordering.FIFO and msgs:
                 out.append(f"  MsgType_{net.name}: enum {{ "
                            + ", ".join(f"MT_{x.name}" for x in msgs) + " };")
                 fields = [f"mtype: MsgType_{net.name};"] + [
@@ -616,7 +619,7 @@ class MurphiExporter:
                 out.append(f"  Msg_{net.name}: record " + " ".join(fields) + " end;")
                 out.append(f"  Q_{net.name}: record count: 0..{net.capacity}; "
                            f"q: array [0..{net.capacity - 1}] of Msg_{net.name}; end;")
-            if net.ordering == "bus":
+            if net.ordering is ir.Ordering.BUS:
                 for x in msgs:
                     if x.fields:
                         out.append(f"  R_{x.name}: record " + " ".join(
@@ -632,12 +635,12 @@ class MurphiExporter:
         if self.cache is not None:
             sfields.append("c: array [AGENT] of Cache_t;")
         for net in m.networks:
-            if net.ordering == "fifo" and self.net_messages(net):
+            if net.ordering is ir.Ordering.FIFO and self.net_messages(net):
                 for d in self.dirs():
                     dims = "array [AGENT] of array [AGENT] of" if d == "a2a" else (
                         "array [AGENT] of")
                     sfields.append(f"n_{net.name}_{d}: {dims} Q_{net.name};")
-            elif net.ordering == "unordered":
+            elif net.ordering is ir.Ordering.UNORDERED:
                 # t_NET: the number of messages in flight, a function of the counters (so it
                 # adds no states); kept to test the capacity without summing every counter.
                 sfields.append(f"t_{net.name}: 0..{net.capacity};")
@@ -671,7 +674,7 @@ class MurphiExporter:
         # Quiescent: nothing in flight, every machine in a stable state.
         conds = []
         for net in self.m.networks:
-            if net.ordering == "fifo" and self.net_messages(net):
+            if net.ordering is ir.Ordering.FIFO and self.net_messages(net):
                 for d in self.dirs():
                     q = self.queue(net, d, "l__s", "l__d", "s")
                     c = f"{q}.count = 0"
@@ -680,7 +683,7 @@ class MurphiExporter:
                     if d in ("h2a", "a2a"):
                         c = f"forall l__d: AGENT do {c} end"
                     conds.append(f"({c})")
-            elif net.ordering == "unordered":
+            elif net.ordering is ir.Ordering.UNORDERED:
                 conds.append(f"s.t_{net.name} = 0")
         if self.home is not None:
             stable = [self.state_const(self.home.name, x.name) for x in self.home.states
@@ -713,12 +716,11 @@ class MurphiExporter:
         if msg.fields:
             params.append(f"m: R_{msg.name}")
         ctx = _Ctx("s", mach, me, src, {f.name: f"m.f_{f.name}" for f in msg.fields})
-        st = "s.h_state" if mach.kind == "home" else "s.c[dst].state"
+        st = "s.h_state" if mach.kind is ir.MachineKind.HOME else "s.c[dst].state"
         body: list[str] = []
         first = True
-        for sname in mach.state_type.members:
-            cands = [t for t in mach.transitions
-                     if t.kind == "message" and t.name == msg.name and sname in t.states]
+        for i, sname in enumerate(mach.state_type.members):
+            cands = self.handlers.get((mach.name, msg.name, i), [])
             if not cands:
                 code = [f'error "no transition for {msg.name} in state {sname} of '
                         f'{mach.name}";']
@@ -753,7 +755,7 @@ class MurphiExporter:
         # bus procedures, callees first
         procs: dict[str, tuple[list[str], set[str]]] = {}
         for net in self.m.networks:
-            if net.ordering != "bus":
+            if net.ordering is not ir.Ordering.BUS:
                 continue
             for msg in self.net_messages(net):
                 for d in self.dirs():
@@ -776,19 +778,20 @@ class MurphiExporter:
             out.extend(procs[name][0])
         for name in procs:
             emit(name)
-        for mach in self.m.machines:
+        for mach in self.m.machines:  # NOTE(actions): the semantics' instances, as rulesets
+            fires = {tr.index for tr in spontaneous(mach)}
             for tr in mach.transitions:
                 if tr.stall:
                     continue
-                if tr.kind == "message":
+                if tr.kind is ir.TransitionKind.MESSAGE:
                     msg = self.m.message(tr.name)
                     net = self.net(msg.network)
-                    if net.ordering == "bus":
+                    if net.ordering is ir.Ordering.BUS:
                         continue
                     for d in self.dirs():
                         if self.receiver(d) is mach:
                             out += self.delivery(mach, tr, msg, net, d)
-                elif mach.kind == "cache" or tr.kind == "rule":
+                elif tr.index in fires:
                     out += self.action(mach, tr)
         return out
 
@@ -796,7 +799,7 @@ class MurphiExporter:
         p = _Proc()
         params = []
         me = None
-        if mach.kind == "cache":
+        if mach.kind is ir.MachineKind.CACHE:
             params.append("l__self: AGENT")
             me = "l__self"
         params += [f"l_{f.name}: {self.type(f.type)}" for f in tr.params]
@@ -806,7 +809,7 @@ class MurphiExporter:
         binders = (["l__self: AGENT"] if me else []) + [
             f"l_{f.name}: {self.type(f.type)}" for f in tr.params]
         args = (["l__self"] if me else []) + [f"l_{f.name}" for f in tr.params]
-        st = "st.h_state" if mach.kind == "home" else "st.c[l__self].state"
+        st = "st.h_state" if mach.kind is ir.MachineKind.HOME else "st.c[l__self].state"
         states = " | ".join(f"{st} = {self.state_const(mach.name, x)}" for x in tr.states)
         out += self.enabled_fn(name, binders, args)
         label = f"{mach.name} {tr.kind} {tr.name} #{tr.index}"
@@ -833,7 +836,7 @@ class MurphiExporter:
             binders.append("l__self: AGENT")
             me = "l__self"
         prologue: list[str] = []
-        if net.ordering == "fifo":
+        if net.ordering is ir.Ordering.FIFO:
             q = self.queue(net, d, "l__src", "l__self", "s")
             p.decls["l__m"] = f"Msg_{net.name}"
             fields = {f.name: f"l__m.f_{msg.name}_{f.name}" for f in msg.fields}
@@ -865,7 +868,7 @@ class MurphiExporter:
         name = f"D_{mach.name}_{tr.index}_{d}"
         out = self.body_proc(name, binders, prologue, self.trans_body(tr, ctx, p), p, ctx)
         args = [b.split(":")[0] for b in binders]
-        st = "st.h_state" if mach.kind == "home" else "st.c[l__self].state"
+        st = "st.h_state" if mach.kind is ir.MachineKind.HOME else "st.c[l__self].state"
         states = " | ".join(f"{st} = {self.state_const(mach.name, x)}" for x in tr.states)
         out += self.enabled_fn(name, binders, args)
         label = f"{mach.name} receives {msg.name} ({d}) #{tr.index}"
@@ -904,7 +907,7 @@ class MurphiExporter:
                 inner += init(f"st.c[l__a].v_{v.name}", v)
             body += ["for l__a: AGENT do", *_ind(inner), "end;"]
         for net in m.networks:
-            if net.ordering == "fifo" and self.net_messages(net):
+            if net.ordering is ir.Ordering.FIFO and self.net_messages(net):
                 for d in self.dirs():
                     q = self.queue(net, d, "l__s", "l__d", "st")
                     line = f"{q}.count := 0;"
@@ -913,7 +916,7 @@ class MurphiExporter:
                     if d in ("h2a", "a2a"):
                         line = f"for l__d: AGENT do {line} end;"
                     body.append(line)
-            elif net.ordering == "unordered":
+            elif net.ordering is ir.Ordering.UNORDERED:
                 body.append(f"st.t_{net.name} := 0;")
                 for msg in self.net_messages(net):
                     for d in self.dirs():
@@ -943,15 +946,14 @@ class MurphiExporter:
             out += self.ruleset(binders, rule)
         # 'no transition' errors: a deliverable message with no handler in the current state
         for net in self.m.networks:
-            if net.ordering == "bus":
+            if net.ordering is ir.Ordering.BUS:
                 continue
             for msg in self.net_messages(net):
                 for d in self.dirs():
                     mach = self.receiver(d)
                     assert mach is not None
-                    missing = [s for s in mach.state_type.members if not any(
-                        t.kind == "message" and t.name == msg.name and s in t.states
-                        for t in mach.transitions)]
+                    missing = [s for i, s in enumerate(mach.state_type.members)
+                               if (mach.name, msg.name, i) not in self.handlers]
                     if not missing:
                         continue
                     binders = []
@@ -959,7 +961,7 @@ class MurphiExporter:
                         binders.append("l__src: AGENT")
                     if d in ("h2a", "a2a"):
                         binders.append("l__self: AGENT")
-                    if net.ordering == "fifo":
+                    if net.ordering is ir.Ordering.FIFO:
                         q = self.queue(net, d, "l__src", "l__self", "st")
                         present = f"({q}.count > 0 & {q}.q[0].mtype = MT_{msg.name})"
                     else:
@@ -968,7 +970,7 @@ class MurphiExporter:
                             binders.append(f"l__f{i}: {t}")
                             slots.append(f"l__f{i}")
                         present = f"({self.counter(msg, d, 'l__src', 'l__self', slots, 'st')} > 0)"
-                    st = "st.h_state" if mach.kind == "home" else "st.c[l__self].state"
+                    st = "st.h_state" if mach.kind is ir.MachineKind.HOME else "st.c[l__self].state"
                     states = " | ".join(f"{st} = {self.state_const(mach.name, x)}"
                                         for x in missing)
                     rule = [f'rule "no transition for {msg.name} ({d})"',

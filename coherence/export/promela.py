@@ -37,6 +37,13 @@ import attrs
 
 from coherence import ir
 from coherence.errors import NO_SPAN, Span, SpecError
+from coherence.semantics import (
+    BUS_NESTING_LIMIT,
+    handler_table,
+    param_values,
+    range_of,
+    spontaneous,
+)
 
 UNDEF = "UNDEF"
 UNDEF_VALUE = -2147483647
@@ -96,6 +103,7 @@ class PromelaExporter:
         self.n = model.agents
         self.home = model.home
         self.cache = model.caches[0] if model.caches else None
+        self.handlers = handler_table(model)
         self.nodes = self.n + 1
         self.temps: set[str] = set()
         self.counter = itertools.count()
@@ -132,7 +140,7 @@ class PromelaExporter:
         return [x for x in self.m.messages if x.network == net.name]
 
     def state_var(self, mach: ir.Machine, agent: str | None) -> str:
-        return "h_state" if mach.kind == "home" else f"k_state[{agent}]"
+        return "h_state" if mach.kind is ir.MachineKind.HOME else f"k_state[{agent}]"
 
     def state_const(self, mach: ir.Machine, name: str) -> int:
         return mach.state_index(name)
@@ -170,10 +178,10 @@ class PromelaExporter:
                 out.append((f"k_{v.name}", self.n * _cells(v.type)))
         for net in self.m.networks:
             msgs = self.net_msgs(net)
-            if not msgs or net.ordering == "bus":
+            if not msgs or net.ordering is ir.Ordering.BUS:
                 continue
             c = net.capacity
-            if net.ordering == "fifo":
+            if net.ordering is ir.Ordering.FIFO:
                 q = self.nodes * self.nodes
                 out += [(f"f_{net.name}_len", q), (f"f_{net.name}_t", q * c)]
                 out += [(f"f_{net.name}_{x.name}_{f.name}", q * c) for x in msgs for f in x.fields]
@@ -351,13 +359,13 @@ class PromelaExporter:
         net = self.m.network(msg.network)
         t = self.temp("if")
         pre.append(f"{t} = 0;")
-        if net.ordering == "bus":
+        if net.ordering is ir.Ordering.BUS:
             return t
         d = None
         if e.dst is not None:
             d = self.expr(e.dst, ctx, pre)[0]  # not checked: undefined matches nothing
         k = self.msg_index[msg.name]
-        if net.ordering == "unordered":
+        if net.ordering is ir.Ordering.UNORDERED:
             i = self.temp("i")
             cond = f"u_{net.name}_t[{i}] == {k}"
             if d is not None:
@@ -382,11 +390,11 @@ class PromelaExporter:
         forall = 1 if e.kind == "forall" else 0
         t = self.temp("mq")
         pre.append(f"{t} = {forall};")
-        if net.ordering == "bus":
+        if net.ordering is ir.Ordering.BUS:
             return t
         k = self.msg_index[msg.name]
         body: list[str] = []
-        if net.ordering == "unordered":
+        if net.ordering is ir.Ordering.UNORDERED:
             i = self.temp("i")
             ctx.mvars[e.var] = {"src": (f"u_{net.name}_src[{i}]", False),
                                 "dst": (f"u_{net.name}_dst[{i}]", False)}
@@ -425,7 +433,7 @@ class PromelaExporter:
     def stmt_may_block(self, s: ir.Stmt) -> bool:
         if isinstance(s, (ir.Send, ir.Broadcast)):
             net = self.m.network(self.m.message(s.message).network)
-            if net.ordering != "bus":
+            if net.ordering is not ir.Ordering.BUS:
                 return True
             return self.bus_may_block(s.message, s.span)
         if isinstance(s, ir.If):
@@ -442,7 +450,8 @@ class PromelaExporter:
                               f"({msg}); the Promela export inlines bus deliveries", span)
         self._visiting.add(msg)
         result = any(self.may_block(t.body) for mach in self.m.machines
-                     for t in mach.transitions if t.kind == "message" and t.name == msg)
+                     for t in mach.transitions
+                     if t.kind is ir.TransitionKind.MESSAGE and t.name == msg)
         self._visiting.discard(msg)
         self._may_block[msg] = result
         return result
@@ -537,7 +546,7 @@ class PromelaExporter:
         v, _ = self.expr(s.value, ctx, pre)
         t = self.temp("v")
         pre.append(f"{t} = {v};")
-        rng = _range_of(s.target.type, self.n)
+        rng = range_of(s.target.type)
         if rng is not None and not (isinstance(s.value, ir.Lit) and (
                 s.value.value is None or rng[0] <= s.value.value <= rng[1])):
             self.check(pre, f"{t} == {UNDEF} || ({t} >= {rng[0]} && {t} <= {rng[1]})",
@@ -551,12 +560,12 @@ class PromelaExporter:
         msg = self.m.message(name)
         net = self.m.network(msg.network)
         k = self.msg_index[name]
-        src = ctx.me if ctx.machine.kind == "cache" else str(self.n)
+        src = ctx.me if ctx.machine.kind is ir.MachineKind.CACHE else str(self.n)
         assert src is not None
-        if net.ordering == "bus":
+        if net.ordering is ir.Ordering.BUS:
             return self.bus(msg, args, src, dst, ctx, span)
         c = net.capacity
-        if net.ordering == "fifo":
+        if net.ordering is ir.Ordering.FIFO:
             q = self.temp("sq")
             slot = f"{q} * {c} + f_{net.name}_len[{q}]"
             fill = [f"f_{net.name}_t[{slot}] = {k};"]
@@ -594,8 +603,9 @@ class PromelaExporter:
             span: Span) -> list[str]:
         """The receiver's handler inline, one nesting level deeper (its own temporaries)."""
         d = ctx.depth + 1
-        if d > 8:
-            raise ExportError("messages on the atomic bus nest more than 8 deep", span)
+        if ctx.depth > BUS_NESTING_LIMIT:  # as the semantics: enclosing deliveries, not this one
+            raise ExportError("messages on the atomic bus nest more than "
+                              f"{BUS_NESTING_LIMIT} deep", span)
         me = self.fixed(f"self_{d}")
         msrc = self.fixed(f"msrc_{d}")
         out = [f"{me} = {dst};", f"{msrc} = {src};"]
@@ -609,7 +619,8 @@ class PromelaExporter:
                 code = [self.fail("error", f"{msg.name} sent to a machine the spec does not "
                                   "have", span) + ";"]
             else:
-                hctx = _Ctx(d, mach, me if mach.kind == "cache" else None, msrc, fields)
+                hctx = _Ctx(d, mach, me if mach.kind is ir.MachineKind.CACHE else None, msrc,
+                            fields)
                 code = self.bus_handler(msg, mach, hctx, span)
             branches += [f":: {cond} ->", *_ind(code, 2)]
         return [*out, "if", *branches, "fi;"]
@@ -618,9 +629,8 @@ class PromelaExporter:
         ng = self.fixed(f"ng_{ctx.depth}")
         st = self.state_var(mach, ctx.me)
         out = [f"{ng} = {NONE};", "if"]
-        for sname in mach.state_type.members:
-            cands = [t for t in mach.transitions
-                     if t.kind == "message" and t.name == msg.name and sname in t.states]
+        for i, sname in enumerate(mach.state_type.members):
+            cands = self.handlers.get((mach.name, msg.name, i), [])
             code: list[str]
             if not cands:
                 code = [self.fail("error", f"no transition for {msg.name} in state {sname} of "
@@ -656,43 +666,43 @@ class PromelaExporter:
     # ------------------------------------------------------------ instances
 
     def instances(self) -> list[_Instance]:
+        """Every transition instance, as ``Semantics.action_instances`` enumerates them
+        (NOTE(actions)): the semantics' ``spontaneous`` transitions with their
+        ``param_values`` per agent, and each non-stalling message handler per network place.
+        tests/test_semantic_decisions.py checks that they are the same."""
         out: list[_Instance] = []
         if self.cache is not None:
-            for tr in self.cache.transitions:
-                if tr.kind == "message":
-                    continue
+            for tr in spontaneous(self.cache):
                 for a in range(self.n):
-                    for ps in _params(tr):
+                    for ps in param_values(tr):
                         out.append(_Instance(f"{self.cache.name}[{a}] {tr.kind} {tr.name}"
                                              f"{_args(ps)}", self.cache, tr, a, ps))
         if self.home is not None:
-            for tr in self.home.transitions:
-                if tr.kind != "rule":
-                    continue
-                for ps in _params(tr):
-                    out.append(_Instance(f"{self.home.name} rule {tr.name}{_args(ps)}",
+            for tr in spontaneous(self.home):
+                for ps in param_values(tr):
+                    out.append(_Instance(f"{self.home.name} {tr.kind} {tr.name}{_args(ps)}",
                                          self.home, tr, None, ps))
         for net in self.m.networks:
-            if net.ordering == "bus":
+            if net.ordering is ir.Ordering.BUS:
                 continue
             names = {x.name for x in self.net_msgs(net)}
             for mach in self.m.machines:
                 for tr in mach.transitions:
-                    if tr.kind != "message" or tr.stall or tr.name not in names:
+                    if tr.kind is not ir.TransitionKind.MESSAGE or tr.stall or tr.name not in names:
                         continue
-                    if net.ordering == "unordered":
+                    if net.ordering is ir.Ordering.UNORDERED:
                         for i in range(net.capacity):
                             out.append(_Instance(f"{mach.name} receives {tr.name} (slot {i}) "
                                                  f"#{tr.index}", mach, tr, None, (), net, i))
                         continue
-                    dsts = [self.n] if mach.kind == "home" else list(range(self.n))
+                    dsts = [self.n] if mach.kind is ir.MachineKind.HOME else list(range(self.n))
                     for d in dsts:
                         for s in range(self.nodes):
                             q = s * self.nodes + d
                             out.append(_Instance(
                                 f"{_machine_label(mach, d, self.n)} receives {tr.name} from "
                                 f"node {s} #{tr.index}", mach, tr,
-                                d if mach.kind == "cache" else None, (), net, q, s))
+                                d if mach.kind is ir.MachineKind.CACHE else None, (), net, q, s))
         return out
 
     def setup(self, inst: _Instance) -> tuple[str, _Ctx, list[str]]:
@@ -710,7 +720,7 @@ class PromelaExporter:
         msg = self.m.message(tr.name)
         k = self.msg_index[msg.name]
         net = inst.net
-        if net.ordering == "fifo":
+        if net.ordering is ir.Ordering.FIFO:
             c = net.capacity
             head = inst.where * c
             st = self.state_var(mach, me)
@@ -723,7 +733,7 @@ class PromelaExporter:
                 bind.append(f"mf_0_{f.name} = f_{net.name}_{msg.name}_{f.name}[{head}];")
             return cond, ctx, bind
         u, i = f"u_{net.name}", inst.where
-        if mach.kind == "home":
+        if mach.kind is ir.MachineKind.HOME:
             who = f"{u}_dst[{i}] == {self.n}"
             st = "h_state"
         else:
@@ -734,7 +744,7 @@ class PromelaExporter:
                 + " || ".join(f"{st} == {self.state_const(mach, x)}" for x in states) + ")")
         ctx.src = self.fixed("msrc_0")
         bind = [f"msrc_0 = {u}_src[{i}];"]
-        if mach.kind == "cache":
+        if mach.kind is ir.MachineKind.CACHE:
             bind.append(f"self_0 = {u}_dst[{i}];")
         for f in msg.fields:
             ctx.fields[f.name] = self.fixed(f"mf_0_{f.name}")
@@ -745,7 +755,7 @@ class PromelaExporter:
         net = inst.net
         if net is None:
             return []
-        if net.ordering == "fifo":
+        if net.ordering is ir.Ordering.FIFO:
             c, q = net.capacity, inst.where
             arrs = [f"f_{net.name}_t"] + [f"f_{net.name}_{x.name}_{f.name}"
                                           for x in self.net_msgs(net) for f in x.fields]
@@ -808,7 +818,7 @@ class PromelaExporter:
         if inst.net is not None:
             found.update(self.net_arrays(inst.net))
         self.written_in(inst.tr.body, inst.machine, found, set())
-        found.add("h_state" if inst.machine.kind == "home" else "k_state")
+        found.add("h_state" if inst.machine.kind is ir.MachineKind.HOME else "k_state")
         return [name for name, _ in self.arrays() if name in found]
 
     def written_in(self, body: tuple[ir.Stmt, ...], mach: ir.Machine, found: set[str],
@@ -829,18 +839,19 @@ class PromelaExporter:
                 self.written_in(s.body, mach, found, seen)
             elif isinstance(s, (ir.Send, ir.Broadcast)):
                 net = self.m.network(self.m.message(s.message).network)
-                if net.ordering != "bus":
+                if net.ordering is not ir.Ordering.BUS:
                     found.update(self.net_arrays(net))
                 elif s.message not in seen:
                     seen.add(s.message)
                     for other in self.m.machines:
                         for t in other.transitions:
-                            if t.kind == "message" and t.name == s.message:
-                                found.add("h_state" if other.kind == "home" else "k_state")
+                            if t.kind is ir.TransitionKind.MESSAGE and t.name == s.message:
+                                found.add("h_state" if other.kind is ir.MachineKind.HOME
+                                          else "k_state")
                                 self.written_in(t.body, other, found, seen)
 
     def net_arrays(self, net: ir.Network) -> list[str]:
-        if net.ordering == "fifo":
+        if net.ordering is ir.Ordering.FIFO:
             return [f"f_{net.name}_len", f"f_{net.name}_t"] + [
                 f"f_{net.name}_{x.name}_{f.name}" for x in self.net_msgs(net) for f in x.fields]
         return [f"u_{net.name}_cnt", *self.unordered_arrays(net)]
@@ -857,10 +868,10 @@ class PromelaExporter:
         out: list[str] = []
         for net in self.m.networks:
             msgs = self.net_msgs(net)
-            if net.ordering == "bus" or not msgs:
+            if net.ordering is ir.Ordering.BUS or not msgs:
                 continue
             for mach, dst_home in ((self.home, True), (self.cache, False)):
-                if net.ordering == "fifo":
+                if net.ordering is ir.Ordering.FIFO:
                     c = net.capacity
                     dsts = [self.n] if dst_home else list(range(self.n))
                     for d in dsts:
@@ -889,8 +900,9 @@ class PromelaExporter:
                     + _tag("no-transition", "a message sent to a machine the spec lacks", None)]
         handled = []
         for msg in msgs:
-            states = sorted({mach.state_index(s) for tr in mach.transitions
-                             if tr.kind == "message" and tr.name == msg.name for s in tr.states})
+            # NOTE(no-transition): the semantics' handler table
+            states = [i for i in range(mach.state_type.size())
+                      if (mach.name, msg.name, i) in self.handlers]
             if states:
                 handled.append(f"({t} == {self.msg_index[msg.name]} && ("
                                + " || ".join(f"{st} == {x}" for x in states) + "))")
@@ -913,15 +925,15 @@ class PromelaExporter:
     def quiescent(self) -> str:
         conds = []
         for net in self.m.networks:
-            if net.ordering == "bus" or not self.net_msgs(net):
+            if net.ordering is ir.Ordering.BUS or not self.net_msgs(net):
                 continue
-            if net.ordering == "fifo":
+            if net.ordering is ir.Ordering.FIFO:
                 conds += [f"f_{net.name}_len[{q}] == 0" for q in range(self.nodes * self.nodes)]
             else:
                 conds.append(f"u_{net.name}_cnt == 0")
         for mach in self.m.machines:
             stable = [mach.state_index(s.name) for s in mach.states if s.stable]
-            agents = [None] if mach.kind == "home" else [str(a) for a in range(self.n)]
+            agents = [None] if mach.kind is ir.MachineKind.HOME else [str(a) for a in range(self.n)]
             for a in agents:
                 st = self.state_var(mach, a)
                 conds.append("(" + (" || ".join(f"{st} == {x}" for x in stable) or "false") + ")")
@@ -1038,21 +1050,6 @@ def _cells(t: ir.Type) -> int:
     return 1
 
 
-def _range_of(t: ir.Type, n: int) -> tuple[int, int] | None:
-    if isinstance(t, ir.IntT):
-        return (t.lo, t.hi)
-    if isinstance(t, (ir.ValueT, ir.AgentT, ir.EnumT)):
-        return (0, t.size() - 1)
-    if isinstance(t, ir.NodeT):
-        return (0, n)
-    return None
-
-
-def _params(tr: ir.Transition) -> list[tuple[int, ...]]:
-    combos: list[tuple[int, ...]] = [()]
-    for p in tr.params:
-        combos = [(*c, v) for c in combos for v in ir.domain(p.type)]
-    return combos
 
 
 def _args(ps: tuple[int, ...]) -> str:
@@ -1060,7 +1057,7 @@ def _args(ps: tuple[int, ...]) -> str:
 
 
 def _machine_label(mach: ir.Machine, agent: int, n: int) -> str:
-    return mach.name if mach.kind == "home" else f"{mach.name}[{agent}]"
+    return mach.name if mach.kind is ir.MachineKind.HOME else f"{mach.name}[{agent}]"
 
 
 def _restore(d: dict, key: str, saved: object) -> None:

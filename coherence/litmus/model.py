@@ -25,19 +25,25 @@ answer: the protocol has no ordering knob to turn.
 
 from __future__ import annotations
 
-from collections import deque
+import contextlib
+from collections.abc import Callable
 from typing import NamedTuple
 
 import attrs
 
 from coherence import ir
 from coherence.errors import NO_SPAN, SpecError
+from coherence.explore import bfs
 from coherence.litmus.program import Litmus, Op, Outcome
 from coherence.semantics import Action, Semantics, State
 from coherence.semantics import Outcome as SemOutcome
 
 PRELUDE = "_prelude"
 _NONE = -1  # a register not yet loaded
+
+
+class _Stop(Exception):
+    """The state budget is spent: the search ends with what it found."""
 
 
 class Step(NamedTuple):
@@ -148,7 +154,7 @@ class _Runner:
         self.states = 0
         self.stopped: str | None = None
         self.transitions = {name: [t for t in self.cache.transitions
-                                   if t.kind == "event" and t.name == name]
+                                   if t.kind is ir.TransitionKind.EVENT and t.name == name]
                             for name in events}
 
     # state = (sem_state, pcs, pending, regs, mem)
@@ -171,15 +177,14 @@ class _Runner:
                            self.events_used)
 
     def explore(self, start: list[tuple], programs: list[list[Step]]) -> list[tuple]:
-        seen = set(start)
-        queue = deque(start)
+        """Every final node (programs done, protocol quiescent) reachable from ``start``."""
         finals: list[tuple] = []
-        while queue:
-            key = queue.popleft()
+
+        def expand(_i: int, key: tuple, add: Callable[[tuple], int]) -> None:
             self.states += 1
             if self.max_states is not None and self.states >= self.max_states:
                 self.stopped = f"--max-states {self.max_states} reached"
-                break
+                raise _Stop
             succ = self.successors(key, programs)
             done = all(pc == len(p) and not busy
                        for pc, p, busy in zip(key[1], programs, key[2], strict=True))
@@ -188,9 +193,10 @@ class _Runner:
             elif not succ:
                 self.stuck += 1
             for s in succ:
-                if s not in seen:
-                    seen.add(s)
-                    queue.append(s)
+                add(s)
+
+        with contextlib.suppress(_Stop):
+            bfs(start, expand)
         return finals
 
     def _may_issue(self, prog: list[Step], pc: int, busy: tuple[int, ...],
@@ -227,19 +233,21 @@ class _Runner:
             for tr in self.transitions.get(step.event, []):
                 if cname not in tr.states:
                     continue
-                act = Action("event", self.cache.name, t, step.line, tr.index,
-                             params[:len(tr.params)])
+                act = Action(ir.TransitionKind.EVENT, self.cache.name, t, step.line,
+                             tr.index, params[:len(tr.params)])
                 res = self.sem.execute(state, act)
                 if res is not None:
                     new_pcs = (*pcs[:t], pcs[t] + 1, *pcs[t + 1:])
                     new_pending = (*pending[:t], (*pending[t], pcs[t]), *pending[t + 1:])
                     self._add(out, res, (state, new_pcs, new_pending, regs, mem), programs)
-        outcomes, problems = self.sem.enabled(state)
-        for p in problems:
+        # messages and rules interleave freely; events come only from the programs above
+        for p in self.sem.no_transitions(state):
             self.errors.setdefault(p.message, None)
-        for res in outcomes:
-            if res.action.kind != "event":
-                self._add(out, res, key, programs)
+        for act in self.sem.action_instances(state):
+            if act.kind != ir.TransitionKind.EVENT:
+                res = self.sem.execute(state, act)
+                if res is not None:
+                    self._add(out, res, key, programs)
         return out
 
     def _add(self, out: list[tuple], res: SemOutcome, key: tuple,

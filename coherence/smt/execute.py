@@ -20,7 +20,7 @@ import z3
 
 from coherence import ir
 from coherence.errors import Span
-from coherence.semantics import _range_of
+from coherence.semantics import BUS_NESTING_LIMIT, range_of
 from coherence.smt.state import (
     UNDEF_BV,
     ArrV,
@@ -281,11 +281,11 @@ class Exec:
         contents = self.nets[net_i]
         net = self.enc.model.networks[net_i]
         out = []
-        if net.ordering == "unordered":
+        if net.ordering is ir.Ordering.UNORDERED:
             for s in contents:
                 out.append((all_of([s.valid, s.line == self.line, s.type == t]),
                             (s.src, s.dst, s.fields)))
-        elif net.ordering == "fifo":
+        elif net.ordering is ir.Ordering.FIFO:
             for (src, dst, ln), q in contents.items():
                 if ln != self.line:
                     continue
@@ -371,7 +371,7 @@ class Exec:
         return self.enc.home if self.agent is None else self.enc.cache
 
     def assign(self, target: ir.Expr, value: Any, span: Span) -> None:
-        rng = _range_of(target.type)
+        rng = range_of(target.type)
         if rng is not None and not isinstance(value, (SetV, ArrV)):
             self.error(self.pc, z3.And(value != UNDEF_BV, z3.Or(value < rng[0], value > rng[1])))
         self.write(target, value, self.pc)
@@ -417,10 +417,10 @@ class Exec:
         net = self.enc.model.networks[net_i]
         src = self.agent if self.agent is not None else self.n
         fields = fields + [num(0)] * (self.enc.layout.max_fields - len(fields))
-        if net.ordering == "bus":
+        if net.ordering is ir.Ordering.BUS:
             self.deliver_now(t, fields, src, dst, span)
             return
-        if net.ordering == "unordered":
+        if net.ordering is ir.Ordering.UNORDERED:
             slots: list[Slot] = self.nets[net_i]
             full = all_of([s.valid for s in slots])
             self.blocks.append(all_of([pc, full]))
@@ -451,7 +451,7 @@ class Exec:
 
     def deliver_now(self, t: int, fields: list[Any], src: int, dst: Any, span: Span) -> None:
         """Atomic bus: the receiver's transition runs inside the sender's step."""
-        if self.depth > 8:
+        if self.depth > BUS_NESTING_LIMIT:
             self.error(self.pc, TRUE)
             return
         k = conc(dst)
@@ -472,7 +472,7 @@ class Exec:
         if machine is None:
             self.error(self.pc, TRUE)
             return
-        agent = None if machine.kind == "home" else d
+        agent = None if machine.kind is ir.MachineKind.HOME else d
         state = self.home[0] if agent is None else self.caches[agent][0]
         saved = (self.agent, self.msg, self.locals, self.goto)
         self.agent, self.msg, self.goto = agent, (num(src), fields, t), num(-1)

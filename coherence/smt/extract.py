@@ -14,13 +14,13 @@ import z3
 
 from coherence import ir
 from coherence.results import Failure
-from coherence.semantics import Action, CoherenceViolation, Semantics, State
+from coherence.semantics import DEADLOCK_MESSAGE, Action, CoherenceViolation, Semantics, State
 from coherence.smt.state import ArrV, SetV, SymState, as_int
 from coherence.smt.system import ActionSpec, Encoder, Group
 from coherence.trace import Step, TraceReplayError, describe, replay_actions
 
 
-def _int(m: z3.ModelRef, t: Any) -> int:
+def int_value(m: z3.ModelRef, t: Any) -> int:
     return as_int(m.eval(t, model_completion=True))
 
 
@@ -33,7 +33,7 @@ def value_of(m: z3.ModelRef, x: Any) -> Any:
         return sum(1 << a for a, b in enumerate(x.bits) if _bool(m, b))
     if isinstance(x, ArrV):
         return tuple(value_of(m, e) for e in x.elems)
-    return _int(m, x)
+    return int_value(m, x)
 
 
 def state_of(enc: Encoder, m: z3.ModelRef, s: SymState) -> State:
@@ -44,26 +44,27 @@ def state_of(enc: Encoder, m: z3.ModelRef, s: SymState) -> State:
                   for g, h, cs in s.lines)
     nets: list[tuple] = []
     for net, contents in zip(model.networks, s.nets, strict=True):
-        if net.ordering == "unordered":
+        if net.ordering is ir.Ordering.UNORDERED:
             msgs = []
             for slot in contents:
                 if _bool(m, slot.valid):
-                    t = _int(m, slot.type)
+                    t = int_value(m, slot.type)
                     nf = len(model.messages[t].fields)
-                    msgs.append((_int(m, slot.line), _int(m, slot.src), _int(m, slot.dst), t,
-                                 tuple(_int(m, f) for f in slot.fields[:nf])))
+                    msgs.append((int_value(m, slot.line), int_value(m, slot.src),
+                                 int_value(m, slot.dst), t,
+                                 tuple(int_value(m, f) for f in slot.fields[:nf])))
             nets.append(tuple(sorted(msgs)))
-        elif net.ordering == "fifo":
+        elif net.ordering is ir.Ordering.FIFO:
             queues = []
             for key in sorted(contents):
                 q = contents[key]
-                count = _int(m, q.count)
+                count = int_value(m, q.count)
                 if count > 0:
                     items = []
                     for k in range(count):
-                        t = _int(m, q.types[k])
+                        t = int_value(m, q.types[k])
                         nf = len(model.messages[t].fields)
-                        items.append((t, tuple(_int(m, f) for f in q.fields[k][:nf])))
+                        items.append((t, tuple(int_value(m, f) for f in q.fields[k][:nf])))
                     queues.append((key, tuple(items)))
             nets.append(tuple(queues))
         else:
@@ -72,7 +73,7 @@ def state_of(enc: Encoder, m: z3.ModelRef, s: SymState) -> State:
     if s.monitor:
         nv = model.values
         monitor = tuple(
-            tuple((_int(m, ma.view), tuple(
+            tuple((int_value(m, ma.view), tuple(
                 sum(1 << u for u in range(nv) if _bool(m, ma.after[v][u]))
                 if _bool(m, ma.written[v]) else -1 for v in range(nv)))
                 for ma in line)
@@ -83,7 +84,7 @@ def state_of(enc: Encoder, m: z3.ModelRef, s: SymState) -> State:
 def action_of(enc: Encoder, spec: ActionSpec, state: State) -> Action:
     """The semantics' Action for ``spec`` taken in the concrete ``state``."""
     msg = None
-    if spec.kind == "message":
+    if spec.kind == ir.TransitionKind.MESSAGE:
         machine = enc.model.machine(spec.machine)
         t = enc.msg_index[machine.transitions[spec.transition].name]
         dst = enc.n if spec.agent is None else spec.agent
@@ -103,12 +104,12 @@ def action_of(enc: Encoder, spec: ActionSpec, state: State) -> Action:
                   spec.net, msg)
 
 
-def _slot_message(enc: Encoder, m: z3.ModelRef, s: SymState, spec: ActionSpec) -> Any:
+def slot_message(enc: Encoder, m: z3.ModelRef, s: SymState, spec: ActionSpec) -> Any:
     slot = s.nets[spec.net][spec.where]
-    t = _int(m, slot.type)
+    t = int_value(m, slot.type)
     nf = len(enc.model.messages[t].fields)
-    return (_int(m, slot.line), _int(m, slot.src), _int(m, slot.dst), t,
-            tuple(_int(m, f) for f in slot.fields[:nf]))
+    return (int_value(m, slot.line), int_value(m, slot.src), int_value(m, slot.dst), t,
+            tuple(int_value(m, f) for f in slot.fields[:nf]))
 
 
 def replay_model(enc: Encoder, m: z3.ModelRef, states: list[SymState], sels: list[Any],
@@ -120,10 +121,10 @@ def replay_model(enc: Encoder, m: z3.ModelRef, states: list[SymState], sels: lis
         raise TraceReplayError("Z3's first state is not the initial state")
     actions = []
     for k in range(length - extra):
-        spec = enc.actions[_int(m, sels[k])]
+        spec = enc.actions[int_value(m, sels[k])]
         act = action_of(enc, spec, concrete[k])
-        if spec.kind == "message" and isinstance(spec.where, int):
-            act = act._replace(msg=_slot_message(enc, m, states[k], spec))
+        if spec.kind == ir.TransitionKind.MESSAGE and isinstance(spec.where, int):
+            act = act._replace(msg=slot_message(enc, m, states[k], spec))
         actions.append(act)
     steps = replay_actions(sem, actions) if actions else []
     state = sem.initial_states()[0]
@@ -133,10 +134,10 @@ def replay_model(enc: Encoder, m: z3.ModelRef, states: list[SymState], sels: lis
         state = out.state
         if state != concrete[k + 1]:
             raise TraceReplayError(f"after step {k + 1} the replayed state differs from Z3's")
-    return _final(enc, sem, state, steps, group)
+    return final_failure(enc, sem, state, steps, group)
 
 
-def _final(enc: Encoder, sem: Semantics, state: State, steps: list[Step],
+def final_failure(enc: Encoder, sem: Semantics, state: State, steps: list[Step],
            group: Group) -> Failure:
     kind, name = group
     if kind in ("error", "coherence") and name in ("error", *enc.coherence_names):
@@ -162,9 +163,8 @@ def _final(enc: Encoder, sem: Semantics, state: State, steps: list[Step],
             return Failure(kind, problems[0].name, problems[0].message, steps)
         raise TraceReplayError("Z3's trace ends without a message lacking a transition")
     if kind == "deadlock":
-        if not outcomes and not problems and not sem.quiescent(state):
-            return Failure("deadlock", "deadlock", "deadlock: nothing can move, but a request "
-                           "or message is pending", steps)
+        if sem.is_deadlock(state, outcomes, problems):
+            return Failure("deadlock", "deadlock", DEADLOCK_MESSAGE, steps)
         raise TraceReplayError("Z3's trace does not end in a deadlock")
     raise TraceReplayError(f"unknown failure group {group}")  # pragma: no cover
 
@@ -190,16 +190,11 @@ def describe_state(enc: Encoder, state: State) -> list[str]:
                 parts += [f"{v.name}={fmt.value(v.type, x)}"
                           for v, x in zip(sem.cache.vars, c[1:], strict=True)]
                 out.append(f"{sem.cache.name}[{a}]{sfx}: " + ", ".join(parts))
-    for net, contents in zip(model.networks, state[1], strict=True):
-        msgs = []
-        if net.ordering == "unordered":
-            for _line, src, dst, t, f in contents:
-                msgs.append(f"{fmt.message(t, f)} {fmt.node(src)}→{fmt.node(dst)}")
-        elif net.ordering == "fifo":
-            for (src, dst, _line), queue in contents:
-                for t, f in queue:
-                    msgs.append(f"{fmt.message(t, f)} {fmt.node(src)}→{fmt.node(dst)}")
-        if net.ordering != "bus":
+    in_flight = sem.messages_in_flight(state)
+    for net_i, net in enumerate(model.networks):
+        msgs = [f"{fmt.message(t, f)} {fmt.node(src)}→{fmt.node(dst)}"
+                for k, (_line, src, dst, t, f) in in_flight if k == net_i]
+        if net.ordering is not ir.Ordering.BUS:
             out.append(f"network {net.name}: " + (", ".join(msgs) if msgs else "empty"))
     if state[2]:
         for line, agents in enumerate(state[2]):
@@ -208,5 +203,3 @@ def describe_state(enc: Encoder, state: State) -> list[str]:
                            f"{fmt.node(a)} last observed the write of {view}")
     return out
 
-
-_ = ir

@@ -21,7 +21,14 @@ from coherence import ir
 from coherence.results import Failure
 from coherence.smt.bmc import bmc, group_key
 from coherence.smt.execute import any_of
-from coherence.smt.extract import _final, _int, action_of, describe_state, state_of
+from coherence.smt.extract import (
+    action_of,
+    describe_state,
+    final_failure,
+    int_value,
+    slot_message,
+    state_of,
+)
 from coherence.smt.state import ivar
 from coherence.smt.system import Encoder, System
 from coherence.trace import Step, TraceReplayError, describe
@@ -104,14 +111,10 @@ def _cti(enc: Encoder, m: z3.ModelRef, states: list[Any], sels: list[Any],
     sem = enc.sem
     k = len(sels)
     pre = state_of(enc, m, states[k - 1])
-    spec = enc.actions[_int(m, sels[k - 1])]
+    spec = enc.actions[int_value(m, sels[k - 1])]
     act = action_of(enc, spec, pre)
-    if spec.kind == "message" and isinstance(spec.where, int):
-        slot = states[k - 1].nets[spec.net][spec.where]
-        t = _int(m, slot.type)
-        nf = len(enc.model.messages[t].fields)
-        act = act._replace(msg=(_int(m, slot.line), _int(m, slot.src), _int(m, slot.dst), t,
-                                tuple(_int(m, f) for f in slot.fields[:nf])))
+    if spec.kind == ir.TransitionKind.MESSAGE and isinstance(spec.where, int):
+        act = act._replace(msg=slot_message(enc, m, states[k - 1], spec))
     out = sem.execute(pre, act)
     if out is None or out.state is None:
         raise TraceReplayError("the step of a counterexample to induction does not replay")
@@ -122,7 +125,7 @@ def _cti(enc: Encoder, m: z3.ModelRef, states: list[Any], sels: list[Any],
     # re-detect the broken property with the reference semantics
     group = broken[0]
     extra = 1 if group[0] == "coherence" or group == ("error", "error") else 0
-    final = _final(enc, sem, out.state, [step], group)
+    final = final_failure(enc, sem, out.state, [step], group)
     if extra:
         step = final.trace[-1]
     names = [group_key(g) for g in broken]

@@ -109,7 +109,7 @@ class ParamEncoder(ModelTables):
             raise Unsupported(f"property {p.name} (the coherence monitor) is not supported with "
                               f"--agents any; prove the invariants with --skip {p.name}", p.span)
         for net in model.networks:
-            if net.ordering == "bus":
+            if net.ordering is ir.Ordering.BUS:
                 raise Unsupported(f"network {net.name}: the atomic bus is not supported with "
                                   "--agents any (fifo and unordered networks are)", net.span)
 
@@ -126,7 +126,7 @@ class ParamEncoder(ModelTables):
             cv += [z3.Array(f"{prefix}|C.{v.name}", NODE, _sort(v.type)) for v in self.cache.vars]
         nets: list[Any] = []
         for net in m.networks:
-            if net.ordering == "unordered":
+            if net.ordering is ir.Ordering.UNORDERED:
                 tys = [(self.msg_index[x.name], x) for x in m.messages if x.network == net.name]
                 nets.append(UNet(
                     {t: z3.Array(f"{prefix}|{net.name}.{x.name}", NODE, NODE, z3.BoolSort())
@@ -159,7 +159,7 @@ class ParamEncoder(ModelTables):
                     return UNDEF_N
                 raise Unsupported("agent variables must start undefined with --agents any",
                                   v.span)
-            return num(self.sem._init_value(v))
+            return num(self.sem.init_value(v))
 
         for v, x in zip(m.globals, s.globals, strict=True):
             parts.append(x == const(v))
@@ -211,8 +211,8 @@ class ParamEncoder(ModelTables):
             parts.append(z3.ForAll([y], all_of(inner)))
         def src_ok(t: int, a: Any) -> Any:
             kinds = self.senders[t]
-            return any_of(([a == HOME] if "home" in kinds else [])
-                          + ([is_agent(a)] if "cache" in kinds else []))
+            return any_of(([a == HOME] if ir.MachineKind.HOME in kinds else [])
+                          + ([is_agent(a)] if ir.MachineKind.CACHE in kinds else []))
 
         def fields_ok(t: int, xs: list[Any]) -> list[Any]:
             fok = []
@@ -530,9 +530,9 @@ def _actions(enc: ParamEncoder) -> list[tuple[ir.Machine, ir.Transition]]:
     out = []
     for m in enc.model.machines:
         for tr in m.transitions:
-            if tr.kind == "message" and tr.stall:
+            if tr.kind is ir.TransitionKind.MESSAGE and tr.stall:
                 continue
-            if tr.kind == "event" and m.kind == "home":
+            if tr.kind is ir.TransitionKind.EVENT and m.kind is ir.MachineKind.HOME:
                 continue
             out.append((m, tr))
     return out
@@ -545,7 +545,7 @@ def _step(enc: ParamEncoder, s: PState, machine: ir.Machine, tr: ir.Transition,
     ex = PExec(enc, s)
     consts: list[Any] = []
     pre: list[Any] = []
-    if machine.kind == "cache":
+    if machine.kind is ir.MachineKind.CACHE:
         ex.agent = z3.Const(f"{tag}|self", NODE)
         consts.append(ex.agent)
         pre.append(is_agent(ex.agent))
@@ -563,19 +563,19 @@ def _step(enc: ParamEncoder, s: PState, machine: ir.Machine, tr: ir.Transition,
             consts.append(v)
             pre.append(z3.And(v >= min(ir.domain(p.type)), v <= max(ir.domain(p.type))))
         ex.locals[p.name] = v
-    if tr.kind == "message":
+    if tr.kind is ir.TransitionKind.MESSAGE:
         t = enc.msg_index[tr.name]
         net_i = enc.net_index[enc.model.message(tr.name).network]
         src = z3.Const(f"{tag}|src", NODE)
         consts.append(src)
         dst = ex.agent if ex.agent is not None else HOME
         pre.append(src != UNDEF_N)
-    if tr.kind == "message" and isinstance(ex.nets[net_i], UNet):
+    if tr.kind is ir.TransitionKind.MESSAGE and isinstance(ex.nets[net_i], UNet):
         unet = ex.nets[net_i]
         pre.append(unet.present[t][src, dst])
         ex.msg = (src, [f[src, dst] for f in unet.fields[t]], t)
         unet.present[t] = z3.Store(unet.present[t], src, dst, False)
-    elif tr.kind == "message":
+    elif tr.kind is ir.TransitionKind.MESSAGE:
         count, types, fields = ex.nets[net_i]
         pre += [count[src, dst] > 0, types[0][src, dst] == t]
         ex.msg = (src, [f[src, dst] for f in fields[0]], t)
@@ -618,8 +618,8 @@ def _properties(enc: ParamEncoder, s: PState) -> dict[str, Any]:
                 if not missing:
                     continue
                 a, b = z3.Consts("nt_a nt_b", NODE)
-                st = s.cvars[0][b] if machine.kind == "cache" else s.home[0]
-                where = is_agent(b) if machine.kind == "cache" else b == HOME
+                st = s.cvars[0][b] if machine.kind is ir.MachineKind.CACHE else s.home[0]
+                where = is_agent(b) if machine.kind is ir.MachineKind.CACHE else b == HOME
                 pnet = s.nets[net_i]
                 first = (pnet.present[t][a, b] if isinstance(pnet, UNet) else
                          z3.And(pnet[0][a, b] > 0, pnet[1][0][a, b] == t))

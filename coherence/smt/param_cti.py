@@ -163,7 +163,7 @@ def _replay(model: ir.Model, query: Any, m: z3.ModelRef, home: Any, undef: Any,
             broken = [v.message for v in sem.enabled(out.state)[1]]
         if kind == "abstraction":
             nets = [x for n, x in zip(inst.networks, out.state[1], strict=True)
-                    if n.ordering == "unordered"]
+                    if n.ordering is ir.Ordering.UNORDERED]
             keys = [m[:4] for contents in nets for m in contents]
             broken = [f"two {inst.messages[k[3]].name} messages from node {k[1]} to node "
                       f"{k[2]} in flight: --agents any keeps one per (type, source, "
@@ -217,23 +217,23 @@ def _state(inst: ir.Model, s: Any, c: _Concrete) -> State:
                     items.append((t, tuple(c.scalar(f[src, dst]) for f in fields[j][:nf])))
                 if items:
                     queues.append(((si, di, 0), tuple(items)))
-        nets.append(tuple(sorted(queues)) if net.ordering == "fifo" else ())
+        nets.append(tuple(sorted(queues)) if net.ordering is ir.Ordering.FIFO else ())
     return (((g, home, caches),), tuple(nets), ())
 
 
 def _action(inst: ir.Model, enc: Any, query: Any, c: _Concrete, pre: State) -> Action:
     machine, tr = query.action
     consts = {str(x).split("|", 1)[1]: x for x in query.consts}
-    agent = c.node(consts["self"]) if machine.kind == "cache" else None
+    agent = c.node(consts["self"]) if machine.kind is ir.MachineKind.CACHE else None
     params = tuple(c.node(consts[p.name]) if isinstance(p.type, ir.AgentT)
                    else c.scalar(consts[p.name]) for p in tr.params)
     index = machine.transitions.index(tr)
     msg, net_i = None, -1
-    if tr.kind == "message":
+    if tr.kind is ir.TransitionKind.MESSAGE:
         net_i = enc.net_index[inst.message(tr.name).network]
         src = c.node(consts["src"])
         dst = c.n if agent is None else agent
-        if inst.networks[net_i].ordering == "unordered":
+        if inst.networks[net_i].ordering is ir.Ordering.UNORDERED:
             t = enc.msg_index[tr.name]
             found = [x for x in pre[1][net_i] if x[1:4] == (src, dst, t)]
             if not found:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from coherence.results import Failure
-from coherence.commands.common import out_console, params_text
+from coherence.console import out_console, params_text
 from coherence.ir import Model
+from coherence.results import Failure
 
 SCHEMA_VERSION = 1
 

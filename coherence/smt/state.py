@@ -209,13 +209,13 @@ class Layout:
             lines.append((g, h, cs))
         nets: list[Any] = []
         for net in m.networks:
-            if net.ordering == "unordered":
+            if net.ordering is ir.Ordering.UNORDERED:
                 nets.append([Slot(b(f"{net.name}{k}.valid"), i(f"{net.name}{k}.line"),
                                   i(f"{net.name}{k}.src"), i(f"{net.name}{k}.dst"),
                                   i(f"{net.name}{k}.type"),
                                   [i(f"{net.name}{k}.f{j}") for j in range(self.max_fields)])
                              for k in range(net.capacity)])
-            elif net.ordering == "fifo":
+            elif net.ordering is ir.Ordering.FIFO:
                 nets.append({key: Queue(i(f"{net.name}{key}.count"),
                                         [i(f"{net.name}{key}.type{k}")
                                          for k in range(net.capacity)],
@@ -268,10 +268,10 @@ class Layout:
         f, zero = z3.BoolVal(False), num(0)
         nets: list[Any] = []
         for net in m.networks:
-            if net.ordering == "unordered":
+            if net.ordering is ir.Ordering.UNORDERED:
                 nets.append([Slot(f, zero, zero, zero, zero, [zero] * self.max_fields)
                              for _ in range(net.capacity)])
-            elif net.ordering == "fifo":
+            elif net.ordering is ir.Ordering.FIFO:
                 nets.append({key: Queue(zero, [zero] * net.capacity,
                                         [[zero] * self.max_fields for _ in range(net.capacity)])
                              for key in self.fifo_keys()})
@@ -283,6 +283,60 @@ class Layout:
             for _ in range(m.lines):
                 monitor.append([MonAgent(zero, [f] * nv, [[f] * nv for _ in range(nv)])
                                 for _ in range(self.n)])
+        return SymState(lines, nets, monitor)
+
+
+    def of_state(self, state: tuple) -> SymState:
+        """A concrete semantics state as Z3 constants (inverse of ``extract.state_of``): an
+        unordered network's messages fill its first slots in stored order, the rest invalid."""
+        m = self.model
+
+        def const(t: ir.Type, v: Any) -> SV:
+            if isinstance(t, ir.SetT):
+                return SetV(tuple(z3.BoolVal(bool((v >> a) & 1)) for a in range(t.elem.n)))
+            if isinstance(t, ir.ArrayT):
+                return ArrV(tuple(const(t.elem, x) for x in v))
+            return num(v)
+
+        def machine(mach: ir.Machine | None, x: tuple) -> list[SV]:
+            if mach is None:
+                return []
+            return [num(x[0]), *(const(v.type, y) for v, y in zip(mach.vars, x[1:], strict=True))]
+
+        cache = m.caches[0] if m.caches else None
+        lines = [([const(v.type, x) for v, x in zip(m.globals, g, strict=True)],
+                  machine(m.home, h), [machine(cache, c) for c in cs])
+                 for g, h, cs in state[0]]
+        f, zero = z3.BoolVal(False), num(0)
+
+        def fields(fs: tuple) -> list[Any]:
+            return [num(x) for x in fs] + [zero] * (self.max_fields - len(fs))
+
+        nets: list[Any] = []
+        for net, contents in zip(m.networks, state[1], strict=True):
+            if net.ordering is ir.Ordering.UNORDERED:
+                slots = [Slot(z3.BoolVal(True), num(ln), num(src), num(dst), num(t), fields(fs))
+                         for ln, src, dst, t, fs in contents]
+                slots += [Slot(f, zero, zero, zero, zero, [zero] * self.max_fields)
+                          for _ in range(net.capacity - len(contents))]
+                nets.append(slots)
+            elif net.ordering is ir.Ordering.FIFO:
+                queues = dict(contents)
+                out = {}
+                for key in self.fifo_keys():
+                    q = queues.get(key, ())
+                    pad = net.capacity - len(q)
+                    out[key] = Queue(num(len(q)), [num(t) for t, _ in q] + [zero] * pad,
+                                     [fields(fs) for _, fs in q]
+                                     + [[zero] * self.max_fields for _ in range(pad)])
+                nets.append(out)
+            else:
+                nets.append(None)
+        nv = m.values
+        monitor = [[MonAgent(num(view), [z3.BoolVal(fa[v] >= 0) for v in range(nv)],
+                             [[z3.BoolVal(fa[v] >= 0 and bool((fa[v] >> u) & 1))
+                               for u in range(nv)] for v in range(nv)])
+                    for view, fa in line] for line in state[2]]
         return SymState(lines, nets, monitor)
 
 

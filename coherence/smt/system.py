@@ -1,6 +1,6 @@
 """The transition system of a model at a fixed number of agents, as Z3 formulas.
 
-Actions are enumerated concretely, exactly as ``Semantics.enabled`` enumerates them (event and
+Actions are enumerated concretely, as ``Semantics.action_instances`` enumerates them (event and
 rule firings per agent, line and parameter value; message receipts per network slot or FIFO
 queue and handler), so that each action's agent, line and handler are constants and only the
 state is symbolic. The whole step is built once over a template state and instantiated per
@@ -13,11 +13,12 @@ model error or a coherence violation (those are one step longer, as in the check
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, assert_never
 
 import z3
 
 from coherence import ir
+from coherence.semantics import param_values, spontaneous
 from coherence.smt.execute import (
     FALSE,
     TRUE,
@@ -37,7 +38,7 @@ from coherence.smt.tables import ModelTables
 class ActionSpec(NamedTuple):
     """One concrete action; ``where`` is the slot index (unordered) or queue key (fifo)."""
 
-    kind: str
+    kind: ir.TransitionKind
     machine: str
     agent: int | None
     line: int
@@ -69,56 +70,63 @@ class Encoder(ModelTables):
     def src_ok(self, t: int, src: Any) -> Any:
         kinds = self.senders[t]
         parts = []
-        if "home" in kinds:
+        if ir.MachineKind.HOME in kinds:
             parts.append(src == self.n)
-        if "cache" in kinds:
+        if ir.MachineKind.CACHE in kinds:
             parts.append(z3.And(src >= 0, src < self.n))
         return any_of(parts)
 
     # ------------------------------------------------------------ actions
 
     def _actions(self) -> list[ActionSpec]:
+        """Every action, as ``Semantics.action_instances`` lists them (NOTE(actions)), for a
+        symbolic state: the spontaneous transitions' instances are those of the semantics'
+        tables (``spontaneous``, ``param_values``) for every line and agent, each guarded by
+        its source states in ``step``; a message receipt is one per network place (unordered
+        slot or FIFO queue), non-stalling handler and receiver. tests/test_semantic_decisions
+        checks that the enabled ones are exactly the semantics' enabled actions."""
         m = self.model
         out: list[ActionSpec] = []
         for line in range(m.lines):
             if self.cache is not None:
                 for agent in range(self.n):
-                    for tr in self.cache.transitions:
-                        if tr.kind == "message":
-                            continue
-                        for params in self.sem._param_values(tr):
-                            out.append(ActionSpec(tr.kind, self.cache.name, agent, line,
-                                                  tr.index, params))
+                    for tr in spontaneous(self.cache):
+                        out += [ActionSpec(tr.kind, self.cache.name, agent, line, tr.index, ps)
+                                for ps in param_values(tr)]
             if self.home is not None:
-                for tr in self.home.transitions:
-                    if tr.kind == "rule":
-                        for params in self.sem._param_values(tr):
-                            out.append(ActionSpec("rule", self.home.name, None, line, tr.index,
-                                                  params))
+                for tr in spontaneous(self.home):
+                    out += [ActionSpec(tr.kind, self.home.name, None, line, tr.index, ps)
+                            for ps in param_values(tr)]
         for net_i, net in enumerate(m.networks):
-            if net.ordering == "bus":
-                continue
-            places = (range(net.capacity) if net.ordering == "unordered"
-                      else self.layout.fifo_keys())
+            places: Any
+            match net.ordering:
+                case ir.Ordering.BUS:
+                    continue
+                case ir.Ordering.UNORDERED:
+                    places = range(net.capacity)
+                case ir.Ordering.FIFO:
+                    places = self.layout.fifo_keys()
+                case _:
+                    assert_never(net.ordering)
             for where in places:
                 for machine in m.machines:
                     for tr in machine.transitions:
-                        if (tr.kind != "message" or tr.stall
+                        if (tr.kind is not ir.TransitionKind.MESSAGE or tr.stall
                                 or m.message(tr.name).network != net.name):
                             continue
                         for line, agent in self._receivers(machine, where):
-                            out.append(ActionSpec("message", machine.name, agent, line,
-                                                  tr.index, (), net_i, where))
+                            out.append(ActionSpec(ir.TransitionKind.MESSAGE, machine.name,
+                                                  agent, line, tr.index, (), net_i, where))
         return out
 
     def _receivers(self, machine: ir.Machine, where: Any) -> list[tuple[int, int | None]]:
         if isinstance(where, tuple):  # fifo queue key: (src, dst, line)
             _, dst, line = where
-            if machine.kind == "home":
+            if machine.kind is ir.MachineKind.HOME:
                 return [(line, None)] if dst == self.n else []
             return [(line, dst)] if dst < self.n else []
         lines = range(self.model.lines)
-        if machine.kind == "home":
+        if machine.kind is ir.MachineKind.HOME:
             return [(ln, None) for ln in lines]
         return [(ln, a) for ln in lines for a in range(self.n)]
 
@@ -140,7 +148,7 @@ class Encoder(ModelTables):
         for p, v in zip(tr.params, act.params, strict=True):
             ex.locals[p.name] = num(v)
         pre = [self.in_states(s, act.line, act.agent, machine, tr.states)]
-        if act.kind == "message":
+        if act.kind == ir.TransitionKind.MESSAGE:
             t = self.msg_index[tr.name]
             dst = self.n if act.agent is None else act.agent
             if isinstance(act.where, int):
@@ -218,11 +226,12 @@ class Encoder(ModelTables):
         return out
 
     def no_transition(self, s: SymState) -> Any:
-        """A deliverable message that its receiver has no transition for (stall or not)."""
+        """A deliverable message that its receiver has no transition for (stall or not):
+        NOTE(no-transition), with the semantics' own handler table."""
         m = self.model
         out = []
         for net_i, net in enumerate(m.networks):
-            if net.ordering == "bus":
+            if net.ordering is ir.Ordering.BUS:
                 continue
             for msg in m.messages:
                 if msg.network != net.name:
@@ -233,7 +242,7 @@ class Encoder(ModelTables):
                                if not self.sem.handlers.get((machine.name, msg.name, i))]
                     if not missing:
                         continue
-                    if net.ordering == "unordered":
+                    if net.ordering is ir.Ordering.UNORDERED:
                         for slot in s.nets[net_i]:
                             for line, agent in self._receivers(machine, 0):
                                 dst = self.n if agent is None else agent
@@ -271,7 +280,7 @@ class Encoder(ModelTables):
         return System(self, deadlock)
 
     def initial_state(self) -> SymState:
-        return self.layout.initial(lambda v: self.sem._init_value(v))
+        return self.layout.initial(self.sem.init_value)
 
 
 class System:
@@ -313,7 +322,7 @@ class System:
         groups[("error", "error")] = (any_of([r.error for r in results]), 1)
         for name in enc.coherence_names:
             groups[("coherence", name)] = (any_of([r.coherence for r in results]), 1)
-        if deadlock:
+        if deadlock:  # NOTE(deadlock): Semantics.is_deadlock, over the symbolic state
             fires = any_of([z3.Or(r.ok, r.error, r.coherence) for r in results])
             groups[("deadlock", "deadlock")] = (
                 all_of([z3.Not(fires), z3.Not(groups[("no-transition", "*")][0]),
@@ -353,14 +362,14 @@ class System:
         for net_i, net in enumerate(m.networks):
             contents = s.nets[net_i]
             types = [enc.msg_index[x.name] for x in m.messages if x.network == net.name]
-            if net.ordering == "unordered":
+            if net.ordering is ir.Ordering.UNORDERED:
                 for slot in contents:
                     ok = [slot.line >= 0, slot.line < m.lines, slot.src >= 0, slot.src <= enc.n,
                           slot.dst >= 0, slot.dst <= enc.n, any_of([slot.type == t for t in types])]
                     ok += self._fields_ok(slot.type, slot.fields, types)
                     ok += [z3.Implies(slot.type == t, enc.src_ok(t, slot.src)) for t in types]
                     parts.append(z3.Implies(slot.valid, all_of(ok)))
-            elif net.ordering == "fifo":
+            elif net.ordering is ir.Ordering.FIFO:
                 for key, q in contents.items():
                     parts += [q.count >= 0, q.count <= net.capacity]
                     src = num(key[0])

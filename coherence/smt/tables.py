@@ -21,9 +21,10 @@ class ModelTables:
         self.senders = message_senders(model, self.msg_index)
 
 
-def message_senders(model: ir.Model, msg_index: dict[str, int]) -> dict[int, set[str]]:
-    """Per message type, the kinds of machine ("home", "cache") with a send of it."""
-    out: dict[int, set[str]] = {i: set() for i in range(len(model.messages))}
+def message_senders(model: ir.Model,
+                    msg_index: dict[str, int]) -> dict[int, set[ir.MachineKind]]:
+    """Per message type, the kinds of machine (HOME, CACHE) with a send of it."""
+    out: dict[int, set[ir.MachineKind]] = {i: set() for i in range(len(model.messages))}
     for machine in model.machines:
         for tr in machine.transitions:
             for st in ir.walk_stmts(tr.body):

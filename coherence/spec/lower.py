@@ -414,7 +414,7 @@ class _Lowerer:
                 if t.guard is None:
                     for s in t.states:
                         key = (t.name, s)
-                        if key in seen and t.kind != "rule":
+                        if key in seen and t.kind is not ir.TransitionKind.RULE:
                             raise self.error(f"duplicate transition for {t.name} in state {s} "
                                              f"(first at {seen[key]})", member)
                         seen[key] = t.span
@@ -450,7 +450,7 @@ class _Lowerer:
             body = None if stall else tail
             if str(name) in self.events:
                 kind = "event"
-                if machine.kind != "cache":
+                if machine.kind is not ir.MachineKind.CACHE:
                     raise self.error(f"processor event '{name}' can only be handled by the cache "
                                      "machine", name)
                 if stall:
@@ -633,7 +633,7 @@ class _Lowerer:
                 if not isinstance(agent.type, (ir.AgentT, ir.NodeT)):
                     raise self.error(f"'by' needs an agent, got {agent.type}",
                                      by_node.children[0])
-            elif machine.kind == "cache":
+            elif machine.kind is ir.MachineKind.CACHE:
                 agent = ir.SelfId(ir.AgentT(self.agents), sp)
             else:
                 raise self.error(f"perform {op} in the home machine must say for which agent "
@@ -775,7 +775,7 @@ class _Lowerer:
             base_node, idx_node = node.children
             if base_node.data == "name" and str(base_node.children[0]) in self.machines:
                 m = self.machines[str(base_node.children[0])]
-                if m.kind != "cache":
+                if m.kind is not ir.MachineKind.CACHE:
                     raise self.error(f"'{m.name}' is the home machine; it is not indexed by "
                                      "agent", node)
                 agent = self.expr(idx_node, ctx)
@@ -926,7 +926,7 @@ class _Lowerer:
                                  "isundefined(x)", tok)
             return ir.Lit(expected, None, sp)
         if name == "self":
-            if ctx.machine is None or ctx.machine.kind != "cache":
+            if ctx.machine is None or ctx.machine.kind is not ir.MachineKind.CACHE:
                 raise self.error("'self' is only defined in the cache machine", tok)
             return ir.SelfId(ir.AgentT(self.agents), sp)
         if name == "home":
@@ -936,8 +936,8 @@ class _Lowerer:
         if name == "state":
             if ctx.machine is None:
                 raise self.error("'state' needs a machine here, e.g. Cache[a].state", tok)
-            agent = ir.SelfId(ir.AgentT(self.agents), sp) if ctx.machine.kind == "cache" \
-                else None
+            agent = ir.SelfId(ir.AgentT(self.agents), sp) if (
+                ctx.machine.kind is ir.MachineKind.CACHE) else None
             return ir.MState(ctx.machine.name, agent, ctx.machine.state_type, sp)
         if isinstance(expected, ir.StateT) and name in expected.members:
             return ir.Lit(expected, expected.members.index(name), sp)
@@ -945,7 +945,7 @@ class _Lowerer:
             for v in ctx.machine.vars:
                 if v.name == name:
                     agent = ir.SelfId(ir.AgentT(self.agents), sp) if (
-                        ctx.machine.kind == "cache") else None
+                        ctx.machine.kind is ir.MachineKind.CACHE) else None
                     return ir.MVar(ctx.machine.name, agent, name, v.type, sp)
         if name in self.globals:
             return ir.GVar(name, self.globals[name].type, sp)
@@ -957,7 +957,7 @@ class _Lowerer:
             return ir.Lit(enum, i, sp)
         if name in self.machines:
             m = self.machines[name]
-            if m.kind == "home":
+            if m.kind is ir.MachineKind.HOME:
                 return _MachineRef(m, None)
             raise self.error(f"'{name}' is replicated per agent: write {name}[a]", tok)
         if ctx.machine is not None and name in ctx.machine.state_type.members:
@@ -965,9 +965,9 @@ class _Lowerer:
         if ctx.machine is None:
             for m in self.machines.values():
                 if name in m.state_type.members:
+                    which = "[a]" if m.kind is ir.MachineKind.CACHE else ""
                     raise self.error(f"state name '{name}' needs a machine here: compare it "
-                                     f"with {m.name}{'[a]' if m.kind == 'cache' else ''}.state",
-                                     tok)
+                                     f"with {m.name}{which}.state", tok)
         raise self.error(f"unknown name '{name}'", tok)
 
     def attr(self, node: Tree, ctx: _Ctx) -> ir.Expr | _MachineRef:

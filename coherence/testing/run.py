@@ -8,13 +8,12 @@ all three. Everything goes through ``coherence.semantics``: ``execute`` for step
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import attrs
 
 from coherence import ir
-from coherence.semantics import Action, Outcome, Perform, Semantics, State
+from coherence.semantics import DEADLOCK_MESSAGE, Action, Outcome, Perform, Semantics, State
 from coherence.testing.oracle import DEFAULT_LIMIT, check_coherence, check_sc
 
 ORACLES = ("coherence", "sc", "none")
@@ -86,7 +85,6 @@ class Run:
         self.transitions = rule_transitions(sem.model)
         self._instances: dict[int, list[Action]] = {}  # per transition, for this state
         self._outcomes: dict[tuple[int, int], Outcome | None] = {}
-        self._params: dict[int, list[tuple[int, ...]]] = {}
 
     # ------------------------------------------------------------ choosing
 
@@ -121,42 +119,17 @@ class Run:
         return self.pick(tr) is not None
 
     def _list_instances(self, tr: ir.Transition) -> list[Action]:
-        sem, state = self.sem, self.state
-        lines = state[0]
-        machine = sem.model.machine(tr.machine)
-        names = machine.state_type.members
-        out: list[Action] = []
-        if tr.kind == "message":
-            for net_i, msg in deliverable(sem, state):
-                line, _src, dst, t, _fields = msg
-                if sem.model.messages[t].name != tr.name:
-                    continue
-                agent = None if dst == sem.home_id else dst
-                if (agent is None) != (machine.kind == "home"):
-                    continue
-                sidx = lines[line][1][0] if agent is None else lines[line][2][agent][0]
-                if names[sidx] in tr.states:
-                    out.append(Action("message", machine.name, agent, line, tr.index, (), net_i,
-                                      msg))
-            return out
-        params = self._params.get(id(tr))
-        if params is None:
-            params = list(itertools.product(*(ir.domain(p.type) for p in tr.params)))
-            self._params[id(tr)] = params
-        for line in range(sem.model.lines):
-            if machine.kind == "home":
-                if names[lines[line][1][0]] in tr.states:
-                    out += [Action(tr.kind, machine.name, None, line, tr.index, ps)
-                            for ps in params]
-                continue
-            for agent in range(sem.n):
-                if names[lines[line][2][agent][0]] in tr.states:
-                    out += [Action(tr.kind, machine.name, agent, line, tr.index, ps)
-                            for ps in params]
-        return out
+        return self.sem.action_instances(self.state, tr)
 
     def stuck(self) -> bool:
         return not any(self.enabled(tr) for tr in self.transitions)
+
+    def _first_outcomes(self) -> Iterator[Outcome]:
+        """Outcomes of the enabled actions, found lazily (one per transition at most)."""
+        for tr in self.transitions:
+            out = self.pick(tr)
+            if out is not None:
+                yield out
 
     # ------------------------------------------------------------ stepping and checking
 
@@ -206,10 +179,10 @@ class Run:
         return Problem("coherence" if self.oracle == "coherence" else "sc", name, message)
 
     def deadlock(self) -> Problem | None:
-        """Nothing can move but something is pending (as the reference checker defines it)."""
-        if self.stuck() and not self.sem.quiescent(self.state):
-            return Problem("deadlock", "deadlock",
-                           "deadlock: nothing can move, but a request or message is pending")
+        """NOTE(deadlock): ``Semantics.is_deadlock``, reading outcomes only until one exists."""
+        if self.sem.is_deadlock(self.state, self._first_outcomes(),
+                                self.sem.no_transitions(self.state)):
+            return Problem("deadlock", "deadlock", DEADLOCK_MESSAGE)
         return None
 
 
@@ -218,57 +191,19 @@ def rule_transitions(model: ir.Model) -> list[ir.Transition]:
     return [t for m in model.machines for t in m.transitions if not t.stall]
 
 
-def deliverable(sem: Semantics, state: State) -> list[tuple[int, tuple]]:
-    """The messages that may arrive next, as ``(network index, message)``."""
-    out = []
-    for net_i, net in enumerate(sem.model.networks):
-        contents = state[1][net_i]
-        if net.ordering == "unordered":
-            out += [(net_i, m) for m in sorted(set(contents))]
-        elif net.ordering == "fifo":
-            out += [(net_i, (k[2], k[0], k[1], q[0][0], q[0][1])) for k, q in contents]
-    return out
-
-
 def unhandled(sem: Semantics, state: State) -> list[Problem]:
     """Messages that could arrive now with no transition for them: 'no-transition' errors."""
-    out = []
-    for _net_i, (line, src, dst, t, _fields) in deliverable(sem, state):
-        machine = sem.home if dst == sem.home_id else sem.cache
-        name = sem.model.messages[t].name
-        if machine is None:
-            out.append(Problem("no-transition", name, f"{name} sent to a machine the spec lacks"))
-            continue
-        agent = None if dst == sem.home_id else dst
-        sidx = state[0][line][1][0] if agent is None else state[0][line][2][agent][0]
-        if not sem.handlers.get((machine.name, name, sidx)):
-            label = machine.name if agent is None else f"{machine.name}[{agent}]"
-            out.append(Problem(
-                "no-transition", name,
-                f"no transition for {name} (from {sem.node_name(src)}) in state "
-                f"{machine.state_type.members[sidx]} of {label}"))
-    return out
+    return [Problem(v.kind, v.name, v.message) for v in sem.no_transitions(state)]
 
 
 def applicable(sem: Semantics, state: State, act: Action) -> bool:
-    """Whether ``act`` is an instance of its transition in ``state``: the machine is in one of
-    the transition's source states and, for an arrival, the message is deliverable now.
-
-    NOTE(execute): ``Semantics.execute`` checks only the guard (``enabled`` enumerates
-    source states), so an action replayed out of context must pass this first.
+    """Whether ``act`` is an instance of its transition in ``state`` (one of
+    ``Semantics.action_instances``): the machine is in one of the transition's source
+    states, the transition does not stall and, for an arrival, the message is deliverable now.
     """
     machine = sem.model.machine(act.machine)
     tr = machine.transitions[act.transition]
-    if tr.stall or tr.kind != act.kind:
-        return False
-    line = state[0][act.line]
-    sidx = line[1][0] if act.agent is None else line[2][act.agent][0]
-    if machine.state_type.members[sidx] not in tr.states:
-        return False
-    if act.kind == "message":
-        return ((act.net, act.msg) in deliverable(sem, state)
-                and sem.model.messages[act.msg[3]].name == tr.name)
-    return True
+    return act.kind == tr.kind and act in sem.action_instances(state, tr)
 
 
 def replay(sem: Semantics, actions: Sequence[Action], oracle: str = "coherence",
