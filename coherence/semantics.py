@@ -90,6 +90,9 @@ class Outcome(NamedTuple):
     state: State | None  # None when the action raised a model error
     performs: tuple[Perform, ...]
     error: ModelError | None = None
+    # the atomic bus's deliveries within the step, (src, dst, type, fields) in order: they never
+    # enter a network, so a trace's message chart learns of them only here
+    bus: tuple[tuple[int, int, int, tuple[int, ...]], ...] = ()
 
 
 class Violation(NamedTuple):
@@ -126,6 +129,7 @@ def _quantifier(forall: bool, name: str, values: Callable[[_Env], Iterable[Any]]
 class _Env:
     __slots__ = (
         "agent",
+        "bus",
         "caches",
         "depth",
         "globals",
@@ -153,6 +157,7 @@ class _Env:
         # ints, and (src, dst, fields) for a message quantifier's variable
         self.locals: dict[str, Any] = {}
         self.performs: list[Perform] = []
+        self.bus: list[tuple[int, int, int, tuple[int, ...]]] = []
         self.goto: str | None = None
         self.depth = 0
 
@@ -602,6 +607,7 @@ class Semantics:
     def _deliver_now(self, env: _Env, t: int, fields: tuple[int, ...], src: int, dst: int,
                      span: Span) -> None:
         """Atomic bus: the receiver's transition runs inside the sender's step."""
+        env.bus.append((src, dst, t, fields))
         if env.depth > BUS_NESTING_LIMIT:
             raise ModelError("messages on the atomic bus keep triggering each other "
                              f"(more than {BUS_NESTING_LIMIT} nested deliveries)", span,
@@ -857,15 +863,16 @@ class Semantics:
         except Blocked:
             return None
         except ModelError as err:
-            return Outcome(act, None, tuple(env.performs), err)
+            return Outcome(act, None, tuple(env.performs), err, tuple(env.bus))
         new_lines = (*lines[:act.line], env.frozen_line(), *lines[act.line + 1:])
         new_monitor = monitor
         if self.monitor and env.performs:
             try:
                 new_monitor = self._observe(monitor, env.performs)
             except ModelError as err:
-                return Outcome(act, None, tuple(env.performs), err)
-        return Outcome(act, (new_lines, tuple(env.nets), new_monitor), tuple(env.performs))
+                return Outcome(act, None, tuple(env.performs), err, tuple(env.bus))
+        return Outcome(act, (new_lines, tuple(env.nets), new_monitor), tuple(env.performs),
+                       None, tuple(env.bus))
 
     def _can_take(self, line: tuple, nets: tuple, machine: ir.Machine, tr: ir.Transition,
                   act: Action) -> bool:

@@ -92,8 +92,8 @@ def machine_graph(model: ir.Model, machine: ir.Machine) -> graphviz.Digraph:
     stalls: dict[str, list[str]] = {s.name: [] for s in machine.states}
     for t in machine.transitions:
         if t.stall:
-            for s in t.states:
-                stalls[s].append(t.name)
+            for sname in t.states:
+                stalls[sname].append(t.name)
     g.node("__init", label="", shape="point", width="0.12")
     for s in machine.states:
         label = f"<b>{html(s.name)}</b>"

@@ -71,30 +71,16 @@ def initial_states(model: ir.Model) -> dict[str, str]:
     return out
 
 
-class _BusLog(Semantics):
-    """The semantics, noting each delivery on an atomic bus (they never enter a network)."""
-
-    def __init__(self, model: ir.Model) -> None:
-        super().__init__(model)
-        self.log: list[tuple[int, int, int, tuple[int, ...]]] = []
-
-    def _deliver_now(self, env: Any, t: int, fields: tuple[int, ...], src: int, dst: int,
-                     span: Any) -> None:
-        self.log.append((src, dst, t, fields))
-        super()._deliver_now(env, t, fields, src, dst, span)
-
-
 def bus_messages(model: ir.Model, trace: Sequence[Step]) -> list[list[Send]]:
     """Per step, the messages delivered on an atomic bus; empty lists if replay fails."""
     empty: list[list[Send]] = [[] for _ in trace]
     if not any(n.ordering is ir.Ordering.BUS for n in model.networks):
         return empty
-    sem = _BusLog(model)
+    sem = Semantics(model)
     fmt = Formatter(sem)
     state = sem.initial_states()[0]
     out: list[list[Send]] = []
     for step in trace:
-        sem.log = []
         try:
             result = sem.execute(state, action_from_json(step.action))
         except (KeyError, IndexError, TypeError, ValueError):
@@ -102,7 +88,7 @@ def bus_messages(model: ir.Model, trace: Sequence[Step]) -> list[list[Send]]:
         if result is None:
             return empty
         out.append([Send(fmt.node(s), fmt.node(d), fmt.message(t, f))
-                    for s, d, t, f in sem.log])
+                    for s, d, t, f in result.bus])
         if result.state is None:
             break
         state = result.state
@@ -281,9 +267,9 @@ def chart(model: ir.Model, failure: TraceFailure, source: str) -> graphviz.Digra
     pending: list[tuple[int, Send]] = []
     for row, step in enumerate(trace, start=1):
         if step.received is not None:
-            r = step.received
+            got = step.received
             for k, (sent_row, s) in enumerate(pending):
-                if (s.src, s.dst, s.message) == (r.src, r.dst, r.message):
+                if (s.src, s.dst, s.message) == (got.src, got.dst, got.message):
                     del pending[k]
                     arrows.append((lane[s.src], sent_row, lane[s.dst], row, s.message, "net"))
                     break

@@ -246,6 +246,7 @@ def _step(printer: Printer, s: ir.Stmt, acts: list[str],
         return [(acts, s.state)]
     if isinstance(s, ir.If):
         live = live_branch(s, printer.own)
+        branches: list[tuple[list[str], tuple[ir.Stmt, ...]]]
         if live is not None:
             branches = [([], live)]
         else:

@@ -205,7 +205,8 @@ class MurphiExporter:
             assert ctx.src is not None
             return ctx.src
         if isinstance(e, ir.MsgVarAttr) and e.attr in ("src", "dst"):
-            return ctx.mvars[e.var][0 if e.attr == "src" else 1]
+            src, dst, _fields = ctx.mvars[e.var]
+            return src if e.attr == "src" else dst
         if isinstance(e.type, ir.NodeT):
             raise ExportError("node-valued expressions other than msg.src and home are not "
                               "supported", e.span)

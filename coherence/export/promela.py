@@ -825,7 +825,7 @@ class PromelaExporter:
                    seen: set[str]) -> None:
         for s in body:
             if isinstance(s, ir.Assign):
-                root = s.target
+                root: ir.Expr = s.target
                 while isinstance(root, ir.Index):
                     root = root.base
                 if isinstance(root, ir.GVar):

@@ -114,9 +114,9 @@ class Encoder(ModelTables):
                         if (tr.kind is not ir.TransitionKind.MESSAGE or tr.stall
                                 or m.message(tr.name).network != net.name):
                             continue
-                        for line, agent in self._receivers(machine, where):
+                        for ln, receiver in self._receivers(machine, where):
                             out.append(ActionSpec(ir.TransitionKind.MESSAGE, machine.name,
-                                                  agent, line, tr.index, (), net_i, where))
+                                                  receiver, ln, tr.index, (), net_i, where))
         return out
 
     def _receivers(self, machine: ir.Machine, where: Any) -> list[tuple[int, int | None]]:
