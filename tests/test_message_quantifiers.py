@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_prove_bmc import assert_agree
+from helpers import assert_agree
 
 from coherence.engines import check
 from coherence.spec.load import load_spec_text

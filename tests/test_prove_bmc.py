@@ -10,41 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers import SPECS, assert_agree
 
-from coherence.engines import check
-from coherence.results import CheckOptions
-from coherence.ir import Model
-from coherence.smt.bmc import bmc
 from coherence.spec.load import load_spec, load_spec_text
-
-SPECS = Path(__file__).resolve().parent.parent / "specs"
-
-
-def checker_groups(model: Model, depth: int) -> dict[str, int]:
-    """Per failure group, the shortest counterexample of length <= depth."""
-    result = check(model, CheckOptions(max_depth=depth + 1))
-    out: dict[str, int] = {}
-    for f in result.failures:
-        if f.kind == "no-transition":
-            key = "no-transition:*"
-        elif f.kind == "error" and not any(i.name == f.name for i in model.invariants):
-            key = "error:error"
-        else:
-            key = f"{f.kind}:{f.name}"
-        if f.length <= depth:
-            out[key] = min(out.get(key, f.length), f.length)
-    return out
-
-
-def assert_agree(model: Model, depth: int) -> dict[str, int]:
-    expected = checker_groups(model, depth)
-    result = bmc(model, depth, all_failures=True)
-    assert result.groups == expected
-    for f in result.failures:  # every trace was replayed; its length is the depth found
-        key = "no-transition:*" if f.kind == "no-transition" else f"{f.kind}:{f.name}"
-        assert f.length == result.groups.get(key, f.length)
-    return expected
-
 
 # (spec, agents, depth): depths keep the default suite fast; the slow tier goes deeper.
 CASES = [
@@ -59,10 +27,7 @@ CASES = [
 
 @pytest.mark.parametrize(("spec", "agents", "depth"), CASES)
 def test_bmc_agrees_with_checker(spec: str, agents: int, depth: int) -> None:
-    path = SPECS / spec
-    if not path.exists():
-        pytest.skip(f"{spec} is not in this checkout")
-    assert_agree(load_spec(path, {"agents": agents}), depth)
+    assert_agree(load_spec(SPECS / spec, {"agents": agents}), depth)
 
 
 def test_literal_scheme_fails_at_the_checkers_depth() -> None:
