@@ -101,9 +101,12 @@ def cache_key(model_source: str, cmd: Sequence[str], flags: Sequence[str]) -> st
 
 
 def build(model_source: str, extra_flags: Sequence[str] = ()) -> tuple[Path, bool]:
-    """The shared library for this model source, and whether it came from the cache."""
+    """The shared library for this model source, and whether it came from the cache.
+
+    ``$COHERENCE_CFLAGS`` is appended to the flags (e.g. ``-O1``: the test suite builds dozens
+    of small models, where compile time is all the time there is)."""
     cmd = find_compiler()
-    flags = (*FLAGS, *extra_flags)
+    flags = (*FLAGS, *shlex.split(os.environ.get("COHERENCE_CFLAGS", "")), *extra_flags)
     key = cache_key(model_source, cmd, flags)
     out_dir = cache_dir()
     target = out_dir / f"{key}.so"
