@@ -7,6 +7,8 @@ so a label shows what this instance of the protocol does.
 
 from __future__ import annotations
 
+from typing import assert_never
+
 from coherence import ir
 
 _PREC = {"->": 1, "||": 2, "&&": 3, "==": 5, "!=": 5, "<": 5, "<=": 5, ">": 5, ">=": 5,
@@ -78,49 +80,51 @@ class Printer:
     # ------------------------------------------------------------ expressions
 
     def expr(self, e: ir.Expr, prec: int = 0) -> str:
-        if isinstance(e, ir.Lit):
-            return self.lit(e)
-        if isinstance(e, ir.Local):
-            return e.name
-        if isinstance(e, ir.SelfId):
-            return "self"
-        if isinstance(e, ir.GVar):
-            return e.name
-        if isinstance(e, ir.MVar):
-            return self.owner(e.machine, e.agent) + e.name
-        if isinstance(e, ir.MState):
-            return self.owner(e.machine, e.agent) + "state"
-        if isinstance(e, ir.MsgField):
-            return f"msg.{e.name}"
-        if isinstance(e, ir.MsgSrc):
-            return "msg.src"
-        if isinstance(e, ir.Index):
-            return f"{self.expr(e.base, 9)}[{self.expr(e.index)}]"
-        if isinstance(e, ir.Unary):
-            return f"{e.op}{self.expr(e.arg, 8)}"
-        if isinstance(e, ir.Binary):
-            c = const(e)
-            if c is not None and e.op in ("+", "-"):
-                return str(c)
-            p = _PREC.get(e.op, 5)
-            text = f"{self.expr(e.left, p)} {e.op} {self.expr(e.right, p + 1)}"
-            return f"({text})" if p < prec else text
-        if isinstance(e, ir.SetLit):
-            return "{" + ", ".join(self.expr(x) for x in e.elems) + "}"
-        if isinstance(e, ir.Call):
-            return f"{e.func}({', '.join(self.expr(a) for a in e.args)})"
-        if isinstance(e, ir.Quant):
-            text = f"{e.kind} {e.var}: {e.var_type} :: {self.expr(e.body)}"
-            return f"({text})" if prec > 0 else text
-        if isinstance(e, ir.InFlight):
-            dst = f", {self.expr(e.dst)}" if e.dst is not None else ""
-            return f"inflight({e.message}{dst})"
-        if isinstance(e, ir.MsgQuant):
-            text = f"{e.kind} {e.var}: {e.message} :: {self.expr(e.body)}"
-            return f"({text})" if prec > 0 else text
-        if isinstance(e, ir.MsgVarAttr):
-            return f"{e.var}.{e.attr}"
-        return "?"  # pragma: no cover - every IR expression is handled above
+        match e:
+            case ir.Lit():
+                return self.lit(e)
+            case ir.Local():
+                return e.name
+            case ir.SelfId():
+                return "self"
+            case ir.GVar():
+                return e.name
+            case ir.MVar():
+                return self.owner(e.machine, e.agent) + e.name
+            case ir.MState():
+                return self.owner(e.machine, e.agent) + "state"
+            case ir.MsgField():
+                return f"msg.{e.name}"
+            case ir.MsgSrc():
+                return "msg.src"
+            case ir.Index():
+                return f"{self.expr(e.base, 9)}[{self.expr(e.index)}]"
+            case ir.Unary():
+                return f"{e.op}{self.expr(e.arg, 8)}"
+            case ir.Binary():
+                c = const(e)
+                if c is not None and e.op in ("+", "-"):
+                    return str(c)
+                p = _PREC.get(e.op, 5)
+                text = f"{self.expr(e.left, p)} {e.op} {self.expr(e.right, p + 1)}"
+                return f"({text})" if p < prec else text
+            case ir.SetLit():
+                return "{" + ", ".join(self.expr(x) for x in e.elems) + "}"
+            case ir.Call():
+                return f"{e.func}({', '.join(self.expr(a) for a in e.args)})"
+            case ir.Quant():
+                text = f"{e.kind} {e.var}: {e.var_type} :: {self.expr(e.body)}"
+                return f"({text})" if prec > 0 else text
+            case ir.InFlight():
+                dst = f", {self.expr(e.dst)}" if e.dst is not None else ""
+                return f"inflight({e.message}{dst})"
+            case ir.MsgQuant():
+                text = f"{e.kind} {e.var}: {e.message} :: {self.expr(e.body)}"
+                return f"({text})" if prec > 0 else text
+            case ir.MsgVarAttr():
+                return f"{e.var}.{e.attr}"
+            case _:
+                assert_never(e)
 
     def lit(self, e: ir.Lit) -> str:
         v, t = e.value, e.type
@@ -157,52 +161,54 @@ class Printer:
         return out
 
     def stmt(self, s: ir.Stmt) -> str:
-        if isinstance(s, ir.Assign):
-            target = self.expr(s.target)
-            v = s.value
-            if isinstance(v, ir.Lit) and v.value is None:
-                return f"undefine {target}"
-            if isinstance(v, ir.Binary) and v.op in ("with", "without") and v.left == s.target:
-                method = "add" if v.op == "with" else "remove"
-                return f"{target}.{method}({self.expr(v.right)})"
-            if isinstance(s.target.type, ir.SetT) and isinstance(v, ir.Lit) and v.value == 0:
-                return f"{target}.clear()"
-            return f"{target} := {self.expr(v)}"
-        if isinstance(s, ir.Let):
-            return f"let {s.var} = {self.expr(s.value)}"
-        if isinstance(s, ir.Send):
-            return f"send {self.message(s.message, s.args)} to {self.expr(s.dst)}"
-        if isinstance(s, ir.Broadcast):
-            exc = f" except {self.expr(s.exclude)}" if s.exclude is not None else ""
-            return f"broadcast {self.message(s.message, s.args)}{exc}"
-        if isinstance(s, ir.Perform):
-            by = ""
-            if not (isinstance(s.agent, ir.SelfId)):
-                by = f" by {self.expr(s.agent)}"
-            return f"perform {s.kind}({self.expr(s.value)}){by}"
-        if isinstance(s, ir.Goto):
-            return ""
-        if isinstance(s, ir.Assert):
-            return ""
-        if isinstance(s, ir.If):
-            live = live_branch(s, self.own)
-            if live is not None:
-                return "; ".join(self.actions(live))
-            then = "; ".join(self.actions(s.then))
-            gotos = _gotos(s.then)
-            if gotos:
-                then += f"{'; ' if then else ''}→ {gotos}"
-            text = f"if {self.expr(s.cond)} {{ {then} }}"
-            if s.orelse:
-                other = "; ".join(self.actions(s.orelse))
-                gotos = _gotos(s.orelse)
+        match s:
+            case ir.Assign():
+                target = self.expr(s.target)
+                v = s.value
+                if isinstance(v, ir.Lit) and v.value is None:
+                    return f"undefine {target}"
+                if isinstance(v, ir.Binary) and v.op in ("with", "without") and v.left == s.target:
+                    method = "add" if v.op == "with" else "remove"
+                    return f"{target}.{method}({self.expr(v.right)})"
+                if isinstance(s.target.type, ir.SetT) and isinstance(v, ir.Lit) and v.value == 0:
+                    return f"{target}.clear()"
+                return f"{target} := {self.expr(v)}"
+            case ir.Let():
+                return f"let {s.var} = {self.expr(s.value)}"
+            case ir.Send():
+                return f"send {self.message(s.message, s.args)} to {self.expr(s.dst)}"
+            case ir.Broadcast():
+                exc = f" except {self.expr(s.exclude)}" if s.exclude is not None else ""
+                return f"broadcast {self.message(s.message, s.args)}{exc}"
+            case ir.Perform():
+                by = ""
+                if not (isinstance(s.agent, ir.SelfId)):
+                    by = f" by {self.expr(s.agent)}"
+                return f"perform {s.kind}({self.expr(s.value)}){by}"
+            case ir.Goto():
+                return ""
+            case ir.Assert():
+                return ""
+            case ir.If():
+                live = live_branch(s, self.own)
+                if live is not None:
+                    return "; ".join(self.actions(live))
+                then = "; ".join(self.actions(s.then))
+                gotos = _gotos(s.then)
                 if gotos:
-                    other += f"{'; ' if other else ''}→ {gotos}"
-                text += f" else {{ {other} }}"
-            return text
-        if isinstance(s, ir.For):
-            return f"for {s.var}: {s.var_type} {{ {'; '.join(self.actions(s.body))} }}"
-        return ""  # pragma: no cover
+                    then += f"{'; ' if then else ''}→ {gotos}"
+                text = f"if {self.expr(s.cond)} {{ {then} }}"
+                if s.orelse:
+                    other = "; ".join(self.actions(s.orelse))
+                    gotos = _gotos(s.orelse)
+                    if gotos:
+                        other += f"{'; ' if other else ''}→ {gotos}"
+                    text += f" else {{ {other} }}"
+                return text
+            case ir.For():
+                return f"for {s.var}: {s.var_type} {{ {'; '.join(self.actions(s.body))} }}"
+            case _:
+                assert_never(s)
 
     def message(self, name: str, args: tuple[ir.Expr, ...]) -> str:
         if not args:
@@ -259,20 +265,9 @@ def _step(printer: Printer, s: ir.Stmt, acts: list[str],
                 cur = [p for a, t in cur for p in _step(printer, x, a, t)]
             out += cur
         return out
-    if isinstance(s, ir.For) and any(isinstance(x, ir.Goto) for x in _walk(s.body)):
+    if isinstance(s, ir.For) and any(isinstance(x, ir.Goto) for x in ir.walk_stmts(s.body)):
         ends = [t for _, t in paths(printer, s.body) if t is not None]
         text = printer.stmt(s)
         return [([*acts, text], tgt)] + [([*acts, text], t) for t in dict.fromkeys(ends)]
     text = printer.stmt(s)
     return [([*acts, text] if text else acts, tgt)]
-
-
-def _walk(body: tuple[ir.Stmt, ...]) -> list[ir.Stmt]:
-    out: list[ir.Stmt] = []
-    for s in body:
-        out.append(s)
-        if isinstance(s, ir.If):
-            out += _walk(s.then) + _walk(s.orelse)
-        elif isinstance(s, ir.For):
-            out += _walk(s.body)
-    return out

@@ -23,6 +23,8 @@ raises a located :class:`ExportError`.
 
 from __future__ import annotations
 
+from typing import assert_never
+
 import attrs
 
 from coherence import ir
@@ -220,75 +222,78 @@ class MurphiExporter:
         return x
 
     def expr(self, e: ir.Expr, ctx: _Ctx) -> str:
-        if isinstance(e, ir.Lit):
-            if e.value is None:
-                raise ExportError("'undefined' can only be assigned here", e.span)
-            t = e.type
-            if isinstance(t, ir.BoolT):
-                return "true" if e.value else "false"
-            if isinstance(t, ir.EnumT):
-                return self.enum_const(t.name, t.members[e.value])
-            if isinstance(t, ir.StateT):
-                return self.state_const(t.machine, t.members[e.value])
-            if isinstance(t, ir.NodeT):
-                raise _HomeNotAgent()
-            if isinstance(t, ir.SetT):
-                raise ExportError("set constants are only supported in assignments and "
-                                  "comparisons", e.span)
-            if isinstance(t, ir.AgentT):
-                raise ExportError("agent constants cannot be exported (agents are a "
-                                  "scalarset)", e.span)
-            return str(e.value)
-        if isinstance(e, ir.Local):
-            return f"l_{e.name}"
-        if isinstance(e, ir.SelfId):
-            assert ctx.me is not None
-            return ctx.me
-        if isinstance(e, ir.GVar):
-            return f"{ctx.s}.g_{e.name}"
-        if isinstance(e, ir.MVar):
-            if e.agent is None:
-                return f"{ctx.s}.h_{e.name}"
-            return f"{ctx.s}.c[{self.agent(e.agent, ctx)}].v_{e.name}"
-        if isinstance(e, ir.MState):
-            if e.agent is None:
-                return f"{ctx.s}.h_state"
-            return f"{ctx.s}.c[{self.agent(e.agent, ctx)}].state"
-        if isinstance(e, ir.MsgField):
-            return ctx.fields[e.name]
-        if isinstance(e, ir.MsgSrc):
-            return self.agent(e, ctx)
-        if isinstance(e, ir.Index):
-            idx = (self.agent(e.index, ctx) if isinstance(e.index.type, ir.NodeT)
-                   else self.expr(e.index, ctx))
-            return f"{self.expr(e.base, ctx)}[{idx}]"
-        if isinstance(e, ir.Unary):
-            return f"(!{self.expr(e.arg, ctx)})" if e.op == "!" else f"(-{self.expr(e.arg, ctx)})"
-        if isinstance(e, ir.Binary):
-            return self.binary(e, ctx)
-        if isinstance(e, ir.SetLit):
-            raise ExportError("set literals are only supported in assignments, comparisons "
-                              "and 'in'", e.span)
-        if isinstance(e, ir.Call):
-            if e.func == "size":
-                return f"SetSize({self.expr(e.args[0], ctx)})"
-            if e.func == "all_agents":
-                raise ExportError("all_agents() is only supported in assignments "
-                                  "(s := all_agents() [without a])", e.span)
-            return f"isundefined({self.expr(e.args[0], ctx)})"
-        if isinstance(e, ir.Quant):
-            op = "forall" if e.kind == "forall" else "exists"
-            return (f"({op} l_{e.var}: {self.type(e.var_type)} do "
-                    f"{self.expr(e.body, ctx)} end)")
-        if isinstance(e, ir.InFlight):
-            return self.inflight(e, ctx)
-        if isinstance(e, ir.MsgQuant):
-            return self.msg_quant(e, ctx)
-        if isinstance(e, ir.MsgVarAttr):
-            if e.attr in ("src", "dst"):
+        match e:
+            case ir.Lit():
+                if e.value is None:
+                    raise ExportError("'undefined' can only be assigned here", e.span)
+                t = e.type
+                if isinstance(t, ir.BoolT):
+                    return "true" if e.value else "false"
+                if isinstance(t, ir.EnumT):
+                    return self.enum_const(t.name, t.members[e.value])
+                if isinstance(t, ir.StateT):
+                    return self.state_const(t.machine, t.members[e.value])
+                if isinstance(t, ir.NodeT):
+                    raise _HomeNotAgent()
+                if isinstance(t, ir.SetT):
+                    raise ExportError("set constants are only supported in assignments and "
+                                      "comparisons", e.span)
+                if isinstance(t, ir.AgentT):
+                    raise ExportError("agent constants cannot be exported (agents are a "
+                                      "scalarset)", e.span)
+                return str(e.value)
+            case ir.Local():
+                return f"l_{e.name}"
+            case ir.SelfId():
+                assert ctx.me is not None
+                return ctx.me
+            case ir.GVar():
+                return f"{ctx.s}.g_{e.name}"
+            case ir.MVar():
+                if e.agent is None:
+                    return f"{ctx.s}.h_{e.name}"
+                return f"{ctx.s}.c[{self.agent(e.agent, ctx)}].v_{e.name}"
+            case ir.MState():
+                if e.agent is None:
+                    return f"{ctx.s}.h_state"
+                return f"{ctx.s}.c[{self.agent(e.agent, ctx)}].state"
+            case ir.MsgField():
+                return ctx.fields[e.name]
+            case ir.MsgSrc():
                 return self.agent(e, ctx)
-            return ctx.mvars[e.var][2][e.attr]
-        raise ExportError(f"cannot export expression {type(e).__name__}", NO_SPAN)
+            case ir.Index():
+                idx = (self.agent(e.index, ctx) if isinstance(e.index.type, ir.NodeT)
+                       else self.expr(e.index, ctx))
+                return f"{self.expr(e.base, ctx)}[{idx}]"
+            case ir.Unary():
+                arg = self.expr(e.arg, ctx)
+                return f"(!{arg})" if e.op == "!" else f"(-{arg})"
+            case ir.Binary():
+                return self.binary(e, ctx)
+            case ir.SetLit():
+                raise ExportError("set literals are only supported in assignments, comparisons "
+                                  "and 'in'", e.span)
+            case ir.Call():
+                if e.func == "size":
+                    return f"SetSize({self.expr(e.args[0], ctx)})"
+                if e.func == "all_agents":
+                    raise ExportError("all_agents() is only supported in assignments "
+                                      "(s := all_agents() [without a])", e.span)
+                return f"isundefined({self.expr(e.args[0], ctx)})"
+            case ir.Quant():
+                op = "forall" if e.kind == "forall" else "exists"
+                return (f"({op} l_{e.var}: {self.type(e.var_type)} do "
+                        f"{self.expr(e.body, ctx)} end)")
+            case ir.InFlight():
+                return self.inflight(e, ctx)
+            case ir.MsgQuant():
+                return self.msg_quant(e, ctx)
+            case ir.MsgVarAttr():
+                if e.attr in ("src", "dst"):
+                    return self.agent(e, ctx)
+                return ctx.mvars[e.var][2][e.attr]
+            case _:
+                assert_never(e)
 
     def binary(self, e: ir.Binary, ctx: _Ctx) -> str:
         op = e.op
@@ -426,49 +431,51 @@ class MurphiExporter:
         return out
 
     def stmt(self, s: ir.Stmt, ctx: _Ctx, p: _Proc) -> list[str]:
-        if isinstance(s, ir.Assign):
-            return self.assign(s, ctx, p)
-        if isinstance(s, ir.If):
-            out = [f"if {self.expr(s.cond, ctx)} then"]
-            out += _ind(self.stmts(s.then, ctx, p))
-            if s.orelse:
-                out.append("else")
-                out += _ind(self.stmts(s.orelse, ctx, p))
-            return [*out, "end;"]
-        if isinstance(s, ir.For):
-            return [f"for l_{s.var}: {self.type(s.var_type)} do",
-                    *_ind(self.stmts(s.body, ctx, p)), "end;"]
-        if isinstance(s, ir.Let):
-            p.decls[f"l_{s.var}"] = self.type(s.value.type) if not isinstance(
-                s.value.type, ir.NodeT) else "AGENT"
-            if isinstance(s.value.type, ir.NodeT):
-                return [f"l_{s.var} := {self.agent(s.value, ctx)};"]
-            return [f"l_{s.var} := {self.expr(s.value, ctx)};"]
-        if isinstance(s, ir.Send):
-            return self.send(s.message, s.args, self.node(s.dst, ctx), ctx, p)
-        if isinstance(s, ir.Broadcast):
-            x = p.fresh("l__bc")
-            inner = self.send(s.message, s.args, ("agent", x), ctx, p)
-            if s.exclude is not None:
-                kind, ex = self.node(s.exclude, ctx)
-                if kind == "agent":
-                    inner = [f"if {x} != {ex} then", *_ind(inner), "end;"]
-            return [f"for {x}: AGENT do", *_ind(inner), "end;"]
-        if isinstance(s, ir.Goto):
-            assert ctx.machine is not None
-            p.decls["l__ns"] = self.type(ctx.machine.state_type)
-            return [f"l__ns := {self.state_const(ctx.machine.name, s.state)};"]
-        if isinstance(s, ir.Perform):
-            # Our semantics errs on performing an undefined value; so does this.
-            if _designator(s.value):
-                v = self.expr(s.value, ctx)
-                return [f'if isundefined({v}) then error "read of undefined value (perform)" '
-                        "end;"]
-            return []
-        if isinstance(s, ir.Assert):
-            text = s.text.replace('"', "'")
-            return [f'assert {self.expr(s.cond, ctx)} "{text}";']
-        raise ExportError(f"cannot export statement {type(s).__name__}", NO_SPAN)
+        match s:
+            case ir.Assign():
+                return self.assign(s, ctx, p)
+            case ir.If():
+                out = [f"if {self.expr(s.cond, ctx)} then"]
+                out += _ind(self.stmts(s.then, ctx, p))
+                if s.orelse:
+                    out.append("else")
+                    out += _ind(self.stmts(s.orelse, ctx, p))
+                return [*out, "end;"]
+            case ir.For():
+                return [f"for l_{s.var}: {self.type(s.var_type)} do",
+                        *_ind(self.stmts(s.body, ctx, p)), "end;"]
+            case ir.Let():
+                p.decls[f"l_{s.var}"] = self.type(s.value.type) if not isinstance(
+                    s.value.type, ir.NodeT) else "AGENT"
+                if isinstance(s.value.type, ir.NodeT):
+                    return [f"l_{s.var} := {self.agent(s.value, ctx)};"]
+                return [f"l_{s.var} := {self.expr(s.value, ctx)};"]
+            case ir.Send():
+                return self.send(s.message, s.args, self.node(s.dst, ctx), ctx, p)
+            case ir.Broadcast():
+                x = p.fresh("l__bc")
+                inner = self.send(s.message, s.args, ("agent", x), ctx, p)
+                if s.exclude is not None:
+                    kind, ex = self.node(s.exclude, ctx)
+                    if kind == "agent":
+                        inner = [f"if {x} != {ex} then", *_ind(inner), "end;"]
+                return [f"for {x}: AGENT do", *_ind(inner), "end;"]
+            case ir.Goto():
+                assert ctx.machine is not None
+                p.decls["l__ns"] = self.type(ctx.machine.state_type)
+                return [f"l__ns := {self.state_const(ctx.machine.name, s.state)};"]
+            case ir.Perform():
+                # Our semantics errs on performing an undefined value; so does this.
+                if _designator(s.value):
+                    v = self.expr(s.value, ctx)
+                    return [f'if isundefined({v}) then error "read of undefined value (perform)" '
+                            "end;"]
+                return []
+            case ir.Assert():
+                text = s.text.replace('"', "'")
+                return [f'assert {self.expr(s.cond, ctx)} "{text}";']
+            case _:
+                assert_never(s)
 
     def assign(self, s: ir.Assign, ctx: _Ctx, p: _Proc) -> list[str]:
         target = self.expr(s.target, ctx)

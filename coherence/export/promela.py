@@ -32,6 +32,7 @@ supported, and bus deliveries must not recurse; anything else raises a located
 from __future__ import annotations
 
 import itertools
+from typing import assert_never
 
 import attrs
 
@@ -238,52 +239,55 @@ class PromelaExporter:
         undefined."""
         if isinstance(e.type, ir.ArrayT) and not isinstance(e, (ir.GVar, ir.MVar, ir.Index)):
             raise ExportError("array values are only supported as variables", e.span)
-        if isinstance(e, ir.Lit):
-            if e.value is None:
-                return UNDEF, True
-            return str(int(e.value)), False
-        if isinstance(e, ir.Local):
-            return ctx.locals[e.name]
-        if isinstance(e, ir.SelfId):
-            assert ctx.me is not None
-            return ctx.me, False
-        if isinstance(e, (ir.GVar, ir.MVar, ir.Index)):
-            if isinstance(e.type, ir.ArrayT):
-                raise ExportError("whole arrays cannot be used as values in the Promela export",
-                                  e.span)
-            return self.at(self.loc(e, ctx, pre)), True
-        if isinstance(e, ir.MState):
-            if e.agent is None:
-                return "h_state", False
-            return f"k_state[{self.agent_expr(e.agent, ctx, pre, e.span)}]", False
-        if isinstance(e, ir.MsgField):
-            return ctx.fields[e.name], True
-        if isinstance(e, ir.MsgSrc):
-            assert ctx.src is not None
-            return ctx.src, False
-        if isinstance(e, ir.Unary):
-            a = self.defined(pre, self.expr(e.arg, ctx, pre), f"operand of {e.op}", e.span)
-            return (f"(1 - {a})" if e.op == "!" else f"(-{a})"), False
-        if isinstance(e, ir.Binary):
-            return self.binary(e, ctx, pre), False
-        if isinstance(e, ir.SetLit):
-            if not isinstance(e.type, ir.SetT):
-                raise ExportError("a set of states or enum members is only supported after "
-                                  "'in'", e.span)
-            parts = [self.defined(pre, self.expr(x, ctx, pre), "set element", e.span)
-                     for x in e.elems]
-            return ("(" + " | ".join(f"(1 << {p})" for p in parts) + ")") if parts else "0", False
-        if isinstance(e, ir.Call):
-            return self.call(e, ctx, pre), False
-        if isinstance(e, ir.Quant):
-            return self.quant(e, ctx, pre), False
-        if isinstance(e, ir.InFlight):
-            return self.inflight(e, ctx, pre), False
-        if isinstance(e, ir.MsgQuant):
-            return self.msg_quant(e, ctx, pre), False
-        if isinstance(e, ir.MsgVarAttr):
-            return ctx.mvars[e.var][e.attr]
-        raise ExportError(f"cannot export expression {type(e).__name__}", e.span)
+        match e:
+            case ir.Lit():
+                if e.value is None:
+                    return UNDEF, True
+                return str(int(e.value)), False
+            case ir.Local():
+                return ctx.locals[e.name]
+            case ir.SelfId():
+                assert ctx.me is not None
+                return ctx.me, False
+            case ir.GVar() | ir.MVar() | ir.Index():
+                if isinstance(e.type, ir.ArrayT):
+                    raise ExportError("whole arrays cannot be used as values in the Promela export",
+                                      e.span)
+                return self.at(self.loc(e, ctx, pre)), True
+            case ir.MState():
+                if e.agent is None:
+                    return "h_state", False
+                return f"k_state[{self.agent_expr(e.agent, ctx, pre, e.span)}]", False
+            case ir.MsgField():
+                return ctx.fields[e.name], True
+            case ir.MsgSrc():
+                assert ctx.src is not None
+                return ctx.src, False
+            case ir.Unary():
+                a = self.defined(pre, self.expr(e.arg, ctx, pre), f"operand of {e.op}", e.span)
+                return (f"(1 - {a})" if e.op == "!" else f"(-{a})"), False
+            case ir.Binary():
+                return self.binary(e, ctx, pre), False
+            case ir.SetLit():
+                if not isinstance(e.type, ir.SetT):
+                    raise ExportError("a set of states or enum members is only supported after "
+                                      "'in'", e.span)
+                parts = [self.defined(pre, self.expr(x, ctx, pre), "set element", e.span)
+                         for x in e.elems]
+                bits = " | ".join(f"(1 << {p})" for p in parts)
+                return (f"({bits})" if parts else "0"), False
+            case ir.Call():
+                return self.call(e, ctx, pre), False
+            case ir.Quant():
+                return self.quant(e, ctx, pre), False
+            case ir.InFlight():
+                return self.inflight(e, ctx, pre), False
+            case ir.MsgQuant():
+                return self.msg_quant(e, ctx, pre), False
+            case ir.MsgVarAttr():
+                return ctx.mvars[e.var][e.attr]
+            case _:
+                assert_never(e)
 
     def call(self, e: ir.Call, ctx: _Ctx, pre: list[str]) -> str:
         if e.func == "all_agents":
@@ -471,60 +475,62 @@ class PromelaExporter:
 
     def stmt(self, s: ir.Stmt, ctx: _Ctx) -> list[str]:
         pre: list[str] = []
-        if isinstance(s, ir.Assign):
-            return self.assign(s, ctx)
-        if isinstance(s, ir.If):
-            c = self.defined(pre, self.expr(s.cond, ctx, pre), "if condition", s.span)
-            then = self.stmts(s.then, ctx) or ["skip"]
-            orelse = self.stmts(s.orelse, ctx) or ["skip"]
-            return [*pre, "if", f":: {c} != 0 ->", *_ind(then, 2), ":: else ->",
-                    *_ind(orelse, 2), "fi;"]
-        if isinstance(s, ir.For):
-            dom = ir.domain(s.var_type)
-            v = self.temp(f"for_{s.var}_")
-            saved = ctx.locals.get(s.var)
-            ctx.locals[s.var] = (v, False)
-            body = self.stmts(s.body, ctx) or ["skip"]
-            _restore(ctx.locals, s.var, saved)
-            stop = " && blk == 0" if self.may_block(s.body) else ""
-            return [f"{v} = {dom.start};", f"do :: {v} <= {dom.stop - 1}{stop} ->",
-                    *_ind(body, 2), f"  {v}++", ":: else -> break", "od;"]
-        if isinstance(s, ir.Let):
-            if isinstance(s.value.type, ir.ArrayT):
-                raise ExportError("let of an array is not supported by the Promela export",
-                                  s.span)
-            v, maybe = self.expr(s.value, ctx, pre)
-            t = self.temp(f"let_{s.var}_")
-            ctx.locals[s.var] = (t, maybe)
-            return [*pre, f"{t} = {v};"]
-        if isinstance(s, ir.Send):
-            d = self.expr(s.dst, ctx, pre)
-            if d[1]:
-                self.check(pre, f"{d[0]} != {UNDEF}", "send to an undefined destination",
-                           s.span)
-            args = self.args(s.args, ctx, pre)
-            return [*pre, *self.deliver(s.message, args, d[0], ctx, s.span)]
-        if isinstance(s, ir.Broadcast):
-            args = self.args(s.args, ctx, pre)
-            skip = self.expr(s.exclude, ctx, pre)[0] if s.exclude is not None else "-1"
-            x = self.temp("bc")
-            inner = self.deliver(s.message, args, x, ctx, s.span)
-            stop = " && blk == 0" if self.stmt_may_block(s) else ""
-            return [*pre, f"{x} = 0;", f"do :: {x} < {self.n}{stop} ->",
-                    f"  if :: {x} != {skip} ->", *_ind(inner, 2), "  :: else -> skip fi;",
-                    f"  {x}++", ":: else -> break", "od;"]
-        if isinstance(s, ir.Goto):
-            return [f"ng_{ctx.depth} = {self.state_const(ctx.machine, s.state)};"]
-        if isinstance(s, ir.Perform):
-            self.defined(pre, self.expr(s.value, ctx, pre), f"value of perform {s.kind}",
-                         s.span)
-            self.agent_expr(s.agent, ctx, pre, s.span)
-            return pre or ["skip;"]
-        if isinstance(s, ir.Assert):
-            c = self.defined(pre, self.expr(s.cond, ctx, pre), "assert condition", s.span)
-            return [*pre, f"assert({c} != 0); "
-                          f"{_tag('error', 'assertion failed: ' + s.text, s.span)}"]
-        raise ExportError(f"cannot export statement {type(s).__name__}", NO_SPAN)
+        match s:
+            case ir.Assign():
+                return self.assign(s, ctx)
+            case ir.If():
+                c = self.defined(pre, self.expr(s.cond, ctx, pre), "if condition", s.span)
+                then = self.stmts(s.then, ctx) or ["skip"]
+                orelse = self.stmts(s.orelse, ctx) or ["skip"]
+                return [*pre, "if", f":: {c} != 0 ->", *_ind(then, 2), ":: else ->",
+                        *_ind(orelse, 2), "fi;"]
+            case ir.For():
+                dom = ir.domain(s.var_type)
+                v = self.temp(f"for_{s.var}_")
+                saved = ctx.locals.get(s.var)
+                ctx.locals[s.var] = (v, False)
+                body = self.stmts(s.body, ctx) or ["skip"]
+                _restore(ctx.locals, s.var, saved)
+                stop = " && blk == 0" if self.may_block(s.body) else ""
+                return [f"{v} = {dom.start};", f"do :: {v} <= {dom.stop - 1}{stop} ->",
+                        *_ind(body, 2), f"  {v}++", ":: else -> break", "od;"]
+            case ir.Let():
+                if isinstance(s.value.type, ir.ArrayT):
+                    raise ExportError("let of an array is not supported by the Promela export",
+                                      s.span)
+                v, maybe = self.expr(s.value, ctx, pre)
+                t = self.temp(f"let_{s.var}_")
+                ctx.locals[s.var] = (t, maybe)
+                return [*pre, f"{t} = {v};"]
+            case ir.Send():
+                d = self.expr(s.dst, ctx, pre)
+                if d[1]:
+                    self.check(pre, f"{d[0]} != {UNDEF}", "send to an undefined destination",
+                               s.span)
+                args = self.args(s.args, ctx, pre)
+                return [*pre, *self.deliver(s.message, args, d[0], ctx, s.span)]
+            case ir.Broadcast():
+                args = self.args(s.args, ctx, pre)
+                skip = self.expr(s.exclude, ctx, pre)[0] if s.exclude is not None else "-1"
+                x = self.temp("bc")
+                inner = self.deliver(s.message, args, x, ctx, s.span)
+                stop = " && blk == 0" if self.stmt_may_block(s) else ""
+                return [*pre, f"{x} = 0;", f"do :: {x} < {self.n}{stop} ->",
+                        f"  if :: {x} != {skip} ->", *_ind(inner, 2), "  :: else -> skip fi;",
+                        f"  {x}++", ":: else -> break", "od;"]
+            case ir.Goto():
+                return [f"ng_{ctx.depth} = {self.state_const(ctx.machine, s.state)};"]
+            case ir.Perform():
+                self.defined(pre, self.expr(s.value, ctx, pre), f"value of perform {s.kind}",
+                             s.span)
+                self.agent_expr(s.agent, ctx, pre, s.span)
+                return pre or ["skip;"]
+            case ir.Assert():
+                c = self.defined(pre, self.expr(s.cond, ctx, pre), "assert condition", s.span)
+                return [*pre, f"assert({c} != 0); "
+                              f"{_tag('error', 'assertion failed: ' + s.text, s.span)}"]
+            case _:
+                assert_never(s)
 
     def args(self, args: tuple[ir.Expr, ...], ctx: _Ctx, pre: list[str]) -> list[str]:
         """Argument values copied to temporaries (they may be undefined: copying is fine)."""

@@ -14,7 +14,7 @@ replayed through ``semantics`` before it is shown.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, assert_never
 
 import z3
 
@@ -128,79 +128,80 @@ class Exec:
     # ------------------------------------------------------------ expressions
 
     def expr(self, e: ir.Expr, c: Any) -> Any:
-        if isinstance(e, ir.Lit):
-            if isinstance(e.type, ir.SetT):
-                if e.value is None:
-                    raise Unsupported("the Z3 back end cannot encode an undefined set", e.span)
-                return SetV(tuple(z3.BoolVal(bool((e.value >> a) & 1))
-                                  for a in range(e.type.elem.n)))
-            if isinstance(e.type, ir.ArrayT):
-                raise Unsupported("the Z3 back end cannot encode array literals", e.span)
-            return undef() if e.value is None else num(e.value)
-        if isinstance(e, ir.Local):
-            return self.locals[e.name]
-        if isinstance(e, ir.SelfId):
-            if self.agent is None:
-                return undef()
-            return num(self.agent)
-        if isinstance(e, ir.GVar):
-            return self.globals[self.enc.global_slot[e.name]]
-        if isinstance(e, ir.MVar):
-            slot = self.enc.var_slot[(e.machine, e.name)]
-            if e.agent is None:
-                return self.home[slot]
-            return self.select_agent(self.agent_expr(e.agent, c), slot)
-        if isinstance(e, ir.MState):
-            if e.agent is None:
-                return self.home[0]
-            return self.select_agent(self.agent_expr(e.agent, c), 0)
-        if isinstance(e, ir.MsgField):
-            assert self.msg is not None
-            return self.msg[1][self.enc.field_pos[(self.msg[2], e.name)]]
-        if isinstance(e, ir.MsgSrc):
-            assert self.msg is not None
-            return self.msg[0]
-        if isinstance(e, ir.Index):
-            base = self.expr(e.base, c)
-            idx = self.check(self.expr(e.index, c), c)
-            off = ir.index_offset(e.base.type.index)  # type: ignore[union-attr]
-            return select(base.elems, idx, off)
-        if isinstance(e, ir.Unary):
-            arg = self.check(self.expr(e.arg, c), c)
-            return 1 - arg if e.op == "!" else -arg
-        if isinstance(e, ir.Binary):
-            return self.binary(e, c)
-        if isinstance(e, ir.SetLit):
-            elems = [self.expr(x, c) for x in e.elems]
-            if isinstance(e.type, ir.SetT):
-                for x in elems:
-                    self.check(x, c)
-                return SetV(tuple(any_of([x == a for x in elems]) for a in range(self.n)))
-            return elems
-        if isinstance(e, ir.Call) and e.func == "all_agents":
-            return SetV(tuple(TRUE for _ in range(self.n)))
-        if isinstance(e, ir.Call):
-            arg = self.expr(e.args[0], c)
-            if e.func == "size":
-                return z3.Sum([b2i(x) for x in arg.bits]) if arg.bits else num(0)
-            if isinstance(arg, (SetV, ArrV)):
-                return num(0)
-            return b2i(arg == UNDEF_BV)
-        if isinstance(e, ir.Quant):
-            return self.quant(e, c)
-        if isinstance(e, ir.InFlight):
-            return self.inflight(e, c)
-        if isinstance(e, ir.MsgQuant):
-            return self.msg_quant(e, c)
-        if isinstance(e, ir.MsgVarAttr):
-            src, dst, fields = self.locals[e.var]
-            if e.attr == "src":
-                return src
-            if e.attr == "dst":
-                return dst
-            return fields[self.enc.field_pos[(self.enc.msg_index[e.message], e.attr)]]
-        raise Unsupported(f"the Z3 back end cannot encode {type(e).__name__}",
-                          getattr(e, "span", Span("<spec>", 0, 0)))
+        match e:
+            case ir.Lit():
+                if isinstance(e.type, ir.SetT):
+                    if e.value is None:
+                        raise Unsupported("the Z3 back end cannot encode an undefined set", e.span)
+                    return SetV(tuple(z3.BoolVal(bool((e.value >> a) & 1))
+                                      for a in range(e.type.elem.n)))
+                if isinstance(e.type, ir.ArrayT):
+                    raise Unsupported("the Z3 back end cannot encode array literals", e.span)
+                return undef() if e.value is None else num(e.value)
+            case ir.Local():
+                return self.locals[e.name]
+            case ir.SelfId():
+                if self.agent is None:
+                    return undef()
+                return num(self.agent)
+            case ir.GVar():
+                return self.globals[self.enc.global_slot[e.name]]
+            case ir.MVar():
+                slot = self.enc.var_slot[(e.machine, e.name)]
+                if e.agent is None:
+                    return self.home[slot]
+                return self.select_agent(self.agent_expr(e.agent, c), slot)
+            case ir.MState():
+                if e.agent is None:
+                    return self.home[0]
+                return self.select_agent(self.agent_expr(e.agent, c), 0)
+            case ir.MsgField():
+                assert self.msg is not None
+                return self.msg[1][self.enc.field_pos[(self.msg[2], e.name)]]
+            case ir.MsgSrc():
+                assert self.msg is not None
+                return self.msg[0]
+            case ir.Index():
+                base = self.expr(e.base, c)
+                idx = self.check(self.expr(e.index, c), c)
+                off = ir.index_offset(e.base.type.index)  # type: ignore[union-attr]
+                return select(base.elems, idx, off)
+            case ir.Unary():
+                arg = self.check(self.expr(e.arg, c), c)
+                return 1 - arg if e.op == "!" else -arg
+            case ir.Binary():
+                return self.binary(e, c)
+            case ir.SetLit():
+                elems = [self.expr(x, c) for x in e.elems]
+                if isinstance(e.type, ir.SetT):
+                    for x in elems:
+                        self.check(x, c)
+                    return SetV(tuple(any_of([x == a for x in elems]) for a in range(self.n)))
+                return elems
+            case ir.Call(func="all_agents"):
+                return SetV(tuple(TRUE for _ in range(self.n)))
+            case ir.Call():
+                arg = self.expr(e.args[0], c)
+                if e.func == "size":
+                    return z3.Sum([b2i(x) for x in arg.bits]) if arg.bits else num(0)
+                if isinstance(arg, (SetV, ArrV)):
+                    return num(0)
+                return b2i(arg == UNDEF_BV)
+            case ir.Quant():
+                return self.quant(e, c)
+            case ir.InFlight():
+                return self.inflight(e, c)
+            case ir.MsgQuant():
+                return self.msg_quant(e, c)
+            case ir.MsgVarAttr():
+                src, dst, fields = self.locals[e.var]
+                if e.attr == "src":
+                    return src
+                if e.attr == "dst":
+                    return dst
+                return fields[self.enc.field_pos[(self.enc.msg_index[e.message], e.attr)]]
+            case _:
+                assert_never(e)
 
     def agent_expr(self, e: ir.Expr, c: Any) -> Any:
         a = self.expr(e, c)
@@ -319,53 +320,54 @@ class Exec:
         pc = self.pc
         if z3.is_false(pc):
             return
-        if isinstance(s, ir.Assign):
-            value = self.expr(s.value, pc)
-            self.assign(s.target, value, s.span)
-        elif isinstance(s, ir.If):
-            cond = truth(self.check(self.expr(s.cond, pc), pc))
-            self.path.append(cond)
-            self.block(s.then)
-            self.path.pop()
-            self.path.append(z3.Not(cond))
-            self.block(s.orelse)
-            self.path.pop()
-        elif isinstance(s, ir.For):
-            for v in ir.domain(s.var_type):
-                self.locals[s.var] = num(v)
-                self.block(s.body)
-            self.locals.pop(s.var, None)
-        elif isinstance(s, ir.Let):
-            self.locals[s.var] = self.expr(s.value, pc)
-        elif isinstance(s, ir.Send):
-            args = [self.expr(a, pc) for a in s.args]
-            d = self.check(self.expr(s.dst, pc), pc)
-            self.refresh()
-            self.deliver(self.enc.msg_index[s.message], args, d, s.span)
-        elif isinstance(s, ir.Broadcast):
-            args = [self.expr(a, pc) for a in s.args]
-            skip = self.expr(s.exclude, pc) if s.exclude is not None else None
-            for a in range(self.n):
+        match s:
+            case ir.Assign():
+                value = self.expr(s.value, pc)
+                self.assign(s.target, value, s.span)
+            case ir.If():
+                cond = truth(self.check(self.expr(s.cond, pc), pc))
+                self.path.append(cond)
+                self.block(s.then)
+                self.path.pop()
+                self.path.append(z3.Not(cond))
+                self.block(s.orelse)
+                self.path.pop()
+            case ir.For():
+                for v in ir.domain(s.var_type):
+                    self.locals[s.var] = num(v)
+                    self.block(s.body)
+                self.locals.pop(s.var, None)
+            case ir.Let():
+                self.locals[s.var] = self.expr(s.value, pc)
+            case ir.Send():
+                args = [self.expr(a, pc) for a in s.args]
+                d = self.check(self.expr(s.dst, pc), pc)
                 self.refresh()
-                if skip is None:
-                    self.deliver(self.enc.msg_index[s.message], args, num(a), s.span)
-                else:
-                    self.path.append(skip != a)
+                self.deliver(self.enc.msg_index[s.message], args, d, s.span)
+            case ir.Broadcast():
+                args = [self.expr(a, pc) for a in s.args]
+                skip = self.expr(s.exclude, pc) if s.exclude is not None else None
+                for a in range(self.n):
                     self.refresh()
-                    self.deliver(self.enc.msg_index[s.message], args, num(a), s.span)
-                    self.path.pop()
-        elif isinstance(s, ir.Goto):
-            machine = self.current_machine()
-            self.goto = z3.If(pc, num(machine.state_index(s.state)), self.goto)
-        elif isinstance(s, ir.Perform):
-            value = self.check(self.expr(s.value, pc), pc)
-            agent = self.agent_expr(s.agent, pc)
-            self.performs.append((pc, agent, s.kind, value))
-        elif isinstance(s, ir.Assert):
-            cond = truth(self.check(self.expr(s.cond, pc), pc))
-            self.error(pc, z3.Not(cond))
-        else:  # pragma: no cover
-            raise Unsupported(f"the Z3 back end cannot encode {type(s).__name__}", s.span)
+                    if skip is None:
+                        self.deliver(self.enc.msg_index[s.message], args, num(a), s.span)
+                    else:
+                        self.path.append(skip != a)
+                        self.refresh()
+                        self.deliver(self.enc.msg_index[s.message], args, num(a), s.span)
+                        self.path.pop()
+            case ir.Goto():
+                machine = self.current_machine()
+                self.goto = z3.If(pc, num(machine.state_index(s.state)), self.goto)
+            case ir.Perform():
+                value = self.check(self.expr(s.value, pc), pc)
+                agent = self.agent_expr(s.agent, pc)
+                self.performs.append((pc, agent, s.kind, value))
+            case ir.Assert():
+                cond = truth(self.check(self.expr(s.cond, pc), pc))
+                self.error(pc, z3.Not(cond))
+            case _:
+                assert_never(s)
 
     def current_machine(self) -> ir.Machine:
         return self.enc.home if self.agent is None else self.enc.cache

@@ -410,15 +410,15 @@ class _Lowerer:
         seen: dict[tuple[str, str], Span] = {}
         for member in members:
             if member.data in ("transition", "rule_decl"):
-                t = self.transition(machine, member, len(transitions))
-                if t.guard is None:
-                    for s in t.states:
-                        key = (t.name, s)
-                        if key in seen and t.kind is not ir.TransitionKind.RULE:
-                            raise self.error(f"duplicate transition for {t.name} in state {s} "
+                tr = self.transition(machine, member, len(transitions))
+                if tr.guard is None:
+                    for s in tr.states:
+                        key = (tr.name, s)
+                        if key in seen and tr.kind is not ir.TransitionKind.RULE:
+                            raise self.error(f"duplicate transition for {tr.name} in state {s} "
                                              f"(first at {seen[key]})", member)
-                        seen[key] = t.span
-                transitions.append(t)
+                        seen[key] = tr.span
+                transitions.append(tr)
         self.machines[str(name)] = attrs.evolve(machine, transitions=tuple(transitions))
 
     def state_names(self, machine: ir.Machine, node: Tree | None) -> tuple[str, ...]:
@@ -864,8 +864,8 @@ class _Lowerer:
             binders, body_node = rest[:-1], rest[-1]
             with self.scope(ctx):
                 bound: list[tuple[str, ir.Type | _MsgBinding]] = []
-                for b in binders:
-                    name, type_node = b.children
+                for binder in binders:
+                    name, type_node = binder.children
                     t = self.binder_type(type_node, ctx)
                     self.bind(ctx, name, t)  # type: ignore[arg-type]
                     bound.append((str(name), t))
