@@ -159,8 +159,8 @@ class CModel:
         for m in model.machines:
             for t in m.transitions:
                 if t.kind == "message":
-                    for s in t.states:
-                        self.handlers.setdefault((m.name, t.name, m.state_index(s)),
+                    for sname in t.states:
+                        self.handlers.setdefault((m.name, t.name, m.state_index(sname)),
                                                  []).append(t)
         # failure keys
         self.keys: list[tuple[str, ...]] = []

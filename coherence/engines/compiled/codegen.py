@@ -336,8 +336,9 @@ CO_FN void co_mon_load(co_u *u, int line, int p, int v) {{
                 self.protos.append(f"CO_FN void co_try_{name}(const co_u *u, int line, "
                                    "int self, int src, const int *mf, const int *pr, int net, "
                                    "int where, co_sink *sink, int *rules, int *live);")
-                self.defs.append(f"""CO_FN void co_try_{name}(const co_u *u, int line, int self, int src,
-        const int *mf, const int *pr, int net, int where, co_sink *sink, int *rules, int *live) {{
+                self.defs.append(f"""CO_FN void co_try_{name}(const co_u *u, int line, int self,
+        int src, const int *mf, const int *pr, int net, int where, co_sink *sink, int *rules,
+        int *live) {{
     {guard}
     if (!g) return;
     if (g >= 2) {{ (*rules)++; co_emit_failure(sink, g - 2); return; }}

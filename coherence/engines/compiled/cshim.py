@@ -34,7 +34,8 @@ CO_FN void co_emit_failure(co_sink *sink, int key);
 ENTRY_POINTS = r"""
 struct co_sink { uint64_t *states; int nstates, cap; int *fails; int nfails, fcap; };
 CO_FN void co_emit_state(co_sink *k, const void *succ) {
-    if (k->nstates < k->cap) memcpy(k->states + (size_t)k->nstates * CO_WORDS, succ, sizeof(co_state));
+    if (k->nstates < k->cap)
+        memcpy(k->states + (size_t)k->nstates * CO_WORDS, succ, sizeof(co_state));
     k->nstates++;
 }
 CO_FN void co_emit_failure(co_sink *k, int key) {
@@ -57,12 +58,31 @@ int shim_check(const uint64_t *s, int *keys, int max) {
 }
 int shim_quiescent(const uint64_t *s) { return co_quiescent((const co_state *)s); }
 void shim_canonicalize(uint64_t *s) { co_canonicalize((co_state *)s); }
+/* Expands states[0..n) reps times with a sink that only counts: the successor function's
+ * own cost (unpack, guards, bodies, pack), for figures. Returns the successors counted. */
+long shim_bench(const uint64_t *states, int n, int reps, int symmetry) {
+    long total = 0;
+    co_state buf[1];
+    for (int r = 0; r < reps; r++)
+        for (int i = 0; i < n; i++) {
+            co_sink k = {(uint64_t *)buf, 0, 0, 0, 0, 0};
+            int live, problems;
+            co_expand((const co_state *)(states + (size_t)i * CO_WORDS), &k, &live, &problems);
+            total += k.nstates;
+            if (symmetry) {
+                co_state c = *(const co_state *)(states + (size_t)i * CO_WORDS);
+                co_canonicalize(&c);
+                total += (long)(c.w[0] & 1);
+            }
+        }
+    return total;
+}
 void shim_permute(const uint64_t *s, const int *p, uint64_t *out) {
     co_permute((const co_state *)s, p, (co_state *)out);
 }
 """
 
-FLAGS = ["-std=c11", "-O2", "-shared", "-fPIC", "-Wall", "-Wno-unused-function",
+FLAGS = ["-std=c11", "-shared", "-fPIC", "-Wall", "-Werror", "-Wno-unused-function",
          "-Wno-unused-variable", "-Wno-unused-but-set-variable"]
 
 
@@ -71,13 +91,15 @@ def _cache_dir() -> Path:
     return Path(base) / "coherence" / "compiled-shim"
 
 
-def compile_shim(gen: GeneratedModel, cc: str | None = None) -> Path:
-    """The shared library of ``gen`` with the shim's entry points (cached by hash)."""
+def compile_shim(gen: GeneratedModel, cc: str | None = None, opt: str = "-O2") -> Path:
+    """The shared library of ``gen`` with the shim's entry points (cached by hash); tests
+    use ``opt="-O0"``, which compiles several times faster."""
     compiler = cc or shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
         raise RuntimeError("no C compiler (cc or gcc) on PATH")
     source = PREAMBLE + gen.source + ENTRY_POINTS
-    digest = hashlib.sha256((source + " ".join(FLAGS)).encode()).hexdigest()[:32]
+    flags = [opt, *FLAGS]
+    digest = hashlib.sha256((source + " ".join(flags)).encode()).hexdigest()[:32]
     out_dir = _cache_dir()
     out_dir.mkdir(parents=True, exist_ok=True)
     lib = out_dir / f"{digest}.so"
@@ -87,7 +109,7 @@ def compile_shim(gen: GeneratedModel, cc: str | None = None) -> Path:
         c_file = Path(tmp) / "model.c"
         c_file.write_text(source)
         tmp_lib = Path(tmp) / "model.so"
-        proc = subprocess.run([compiler, *FLAGS, "-o", str(tmp_lib), str(c_file)],
+        proc = subprocess.run([compiler, *flags, "-o", str(tmp_lib), str(c_file)],
                               capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             raise RuntimeError(f"C compilation failed:\n{proc.stderr[:4000]}")
@@ -107,9 +129,9 @@ class Expansion:
 class Shim:
     """ctypes access to one generated model's functions, on packed states as Python ints."""
 
-    def __init__(self, gen: GeneratedModel, cc: str | None = None) -> None:
+    def __init__(self, gen: GeneratedModel, cc: str | None = None, opt: str = "-O2") -> None:
         self.gen = gen
-        self.lib = ctypes.CDLL(str(compile_shim(gen, cc)))
+        self.lib = ctypes.CDLL(str(compile_shim(gen, cc, opt)))
         self.words = self.lib.shim_words()
         self._arr = ctypes.c_uint64 * self.words
         self._succ_cap = 1024
@@ -151,6 +173,19 @@ class Shim:
         s = self._state(code)
         self.lib.shim_canonicalize(s)
         return self._int(s)
+
+    def bench(self, codes: list[int], reps: int, symmetry: bool = False) -> float:
+        """Seconds per state of ``co_expand`` (and ``co_canonicalize`` with ``symmetry``)
+        over ``codes``, in C, with a sink that only counts."""
+        import time
+        arr = (ctypes.c_uint64 * (self.words * len(codes)))()
+        for i, c in enumerate(codes):
+            for w in range(self.words):
+                arr[i * self.words + w] = (c >> (64 * w)) & ((1 << 64) - 1)
+        self.lib.shim_bench.restype = ctypes.c_long
+        start = time.perf_counter()
+        self.lib.shim_bench(arr, len(codes), reps, int(symmetry))
+        return (time.perf_counter() - start) / (reps * len(codes))
 
     def permute(self, code: int, perm: tuple[int, ...]) -> int:
         out = self._arr()

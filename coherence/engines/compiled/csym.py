@@ -58,7 +58,8 @@ class _Emitter:
         if not shape.is_array:
             c = f"u->v[{src}]"
             if _renames(shape.type):
-                self.out.append(f"{ind}{{ const int c = {c}; o->v[{dst}] = (CO_VT){_ren(shape.type, 'c')}; }}")
+                ren = _ren(shape.type, "c")
+                self.out.append(f"{ind}{{ const int c = {c}; o->v[{dst}] = (CO_VT){ren}; }}")
             else:
                 self.out.append(f"{ind}o->v[{dst}] = {c};")
             return
@@ -237,13 +238,17 @@ CO_FN int co_next_perm(int *seq, int b, int l) {
     int i = b + l - 2;
     while (i >= b && seq[i] > seq[i + 1]) i--;
     if (i < b) {
-        for (int x = b, y = b + l - 1; x < y; x++, y--) { int t = seq[x]; seq[x] = seq[y]; seq[y] = t; }
+        for (int x = b, y = b + l - 1; x < y; x++, y--) {
+            int t = seq[x]; seq[x] = seq[y]; seq[y] = t;
+        }
         return 0;
     }
     int j = b + l - 1;
     while (seq[j] < seq[i]) j--;
     { int t = seq[i]; seq[i] = seq[j]; seq[j] = t; }
-    for (int x = i + 1, y = b + l - 1; x < y; x++, y--) { int t = seq[x]; seq[x] = seq[y]; seq[y] = t; }
+    for (int x = i + 1, y = b + l - 1; x < y; x++, y--) {
+        int t = seq[x]; seq[x] = seq[y]; seq[y] = t;
+    }
     return 1;
 }
 CO_FN void co_canonicalize(co_state *s) {
@@ -276,14 +281,15 @@ CO_FN void co_canonicalize(co_state *s) {
         }
         i = j;
     }
-    int have = 0;
+    for (int i = 0; i < CO_AGENTS; i++) p[seq[i]] = i;
+    co_perm_u(&u, p, &best);
     for (;;) {
-        for (int i = 0; i < CO_AGENTS; i++) p[seq[i]] = i;
-        co_perm_u(&u, p, &t);
-        if (!have || co_ucmp(&t, &best) < 0) { best = t; have = 1; }
         int g = 0;
         while (g < ng && !co_next_perm(seq, gb[g], gl[g])) g++;
         if (g == ng) break;
+        for (int i = 0; i < CO_AGENTS; i++) p[seq[i]] = i;
+        co_perm_u(&u, p, &t);
+        if (co_ucmp(&t, &best) < 0) best = t;
     }
     co_pack(&best, s);
 }
@@ -348,7 +354,8 @@ def _signature(cm: CModel) -> str:
                 f"            const uint64_t m = rec & 0x{(1 << low) - 1:x}u;",
                 f"            const uint64_t h = co_mix((m & plain[(int)(m >> {lay.union_bits})])"
                 f" ^ ((rec >> {low + 2 * nb}) << 56) ^ {salt}ull);",
-                "            if (s < CO_AGENTS) acc[s] += co_mix(h ^ (1u | (unsigned)(d == s) << 1));",
+                "            if (s < CO_AGENTS)",
+                "                acc[s] += co_mix(h ^ (1u | (unsigned)(d == s) << 1));",
                 "            if (d < CO_AGENTS && d != s) acc[d] += co_mix(h ^ 2u);",
                 "        }",
                 "    }"]
@@ -364,7 +371,8 @@ def _signature(cm: CModel) -> str:
                              f"u->r[{q} + k]; k++) h = co_mix(h ^ (u->r[{q} + k] & "
                              f"plain[(int)(u->r[{q} + k] >> {lay.union_bits})]));")
                 if src < n:
-                    lines.append(f"            acc[{src}] += co_mix(h ^ {1 | (int(dst == src) << 1)}u);")
+                    flags = 1 | (int(dst == src) << 1)
+                    lines.append(f"            acc[{src}] += co_mix(h ^ {flags}u);")
                 if dst < n and dst != src:
                     lines.append(f"            acc[{dst}] += co_mix(h ^ 2u);")
                 lines.append("        }")
