@@ -409,7 +409,7 @@ class Frame:
                 shape = self.cm.cshape[target.name]
             else:
                 slot, shape = self.place(target)
-        self.emit(f"u->v[{slot}] = (CO_VT)CO_ENC({v}, {shape.lo});")
+        self.emit(f"co_setv(u, {slot}, (unsigned)CO_ENC({v}, {shape.lo}));")
 
     def _assign_array(self, s: ir.Assign) -> None:
         """A whole array: ``undefine a`` (flag and elements 0) or a copy of another array
@@ -431,9 +431,9 @@ class Frame:
         if src is None:
             if not shape.flag:
                 raise CodegenError(f"{span}: internal: an undefined array without a flag")
-            self.emit(f"for (int k = 0; k < {size}; k++) u->v[{d} + k] = 0;")
+            self.emit(f"for (int k = 0; k < {size}; k++) co_setv(u, {d} + k, 0);")
         else:
-            self.emit(f"for (int k = 0; k < {size}; k++) u->v[{d} + k] = {src}[k];")
+            self.emit(f"for (int k = 0; k < {size}; k++) co_setv(u, {d} + k, {src}[k]);")
 
     def _array_value(self, s: ir.Assign) -> str | None:
         if isinstance(s.value, ir.Lit) and s.value.value is None:

@@ -107,8 +107,13 @@ class _Gen:
 #define CO_E(k) ((k) + 2)
 typedef {cm.vtype} CO_VT;
 typedef struct {{ uint64_t w[CO_WORDS]; }} co_state;
-/* The unpacked state: layout codes of the scalar slots, message records, counts. */
-typedef struct {{ CO_VT v[CO_NV]; uint64_t r[CO_NR]; uint8_t uc[CO_NUC]; uint8_t coh; }} co_u;
+/* The unpacked state: layout codes of the scalar slots, message records, counts, and the
+ * packed words kept equal to co_pack() of the rest by every write (co_setv, co_setr), so a
+ * successor costs its writes, not a full pack. */
+typedef struct {{
+    CO_VT v[CO_NV]; uint64_t r[CO_NR]; uint8_t uc[CO_NUC]; uint8_t coh;
+    uint64_t p[CO_WORDS + 1];
+}} co_u;
 """
 
     def _pack(self) -> str:
@@ -129,8 +134,7 @@ typedef struct {{ CO_VT v[CO_NV]; uint64_t r[CO_NR]; uint8_t uc[CO_NUC]; uint8_t
                 get = f"({get} | (s->w[{w + 1}] << {64 - sh}))"
             cast = "" if i in cm.ridx else "(CO_VT)"
             unpack.append(f"    {src} = {cast}({get} & {mask});")
-        pack = [f"    s->w[{w}] = {' | '.join(terms) if terms else '0'};"
-                for w, terms in enumerate(words)]
+        pack = [f"    s->w[{w}] = {_balanced(terms)};" for w, terms in enumerate(words)]
         counts = []
         for info in cm.nets:
             if info.net.ordering == "unordered":
@@ -140,7 +144,32 @@ typedef struct {{ CO_VT v[CO_NV]; uint64_t r[CO_NR]; uint8_t uc[CO_NUC]; uint8_t
         return "\n".join([
             "CO_FN void co_pack(const co_u *u, co_state *s) {", *pack, "}",
             "CO_FN void co_unpack(const co_state *s, co_u *u) {", *unpack, *counts,
-            "    u->coh = 0;", "}", ""])
+            "    u->coh = 0;",
+            *(f"    u->p[{w}] = s->w[{w}];" for w in range(lay.words)),
+            f"    u->p[{lay.words}] = 0;", "}", "",
+            self._setters()])
+
+    def _setters(self) -> str:
+        """Writes that keep ``p`` packed: xor the change into the slot's bits."""
+        cm, lay = self.cm, self.cm.layout
+        voff = ", ".join(str(lay.slots[i].offset) for i in cm.vslots) or "0"
+        roff = ", ".join(str(lay.slots[i].offset) for i in cm.rslots) or "0"
+        return f"""CO_CONST int co_voff[CO_NV] = {{{voff}}};
+CO_CONST int co_roff[CO_NR] = {{{roff}}};
+CO_FN void co_xor(co_u *u, int off, uint64_t d) {{
+    const int i = off >> 6, sh = off & 63;
+    u->p[i] ^= d << sh;
+    if (sh) u->p[i + 1] ^= d >> (64 - sh);
+}}
+CO_FN void co_setv(co_u *u, int x, unsigned c) {{
+    co_xor(u, co_voff[x], (uint64_t)(u->v[x] ^ (CO_VT)c));
+    u->v[x] = (CO_VT)c;
+}}
+CO_FN void co_setr(co_u *u, int x, uint64_t c) {{
+    co_xor(u, co_roff[x], u->r[x] ^ c);
+    u->r[x] = c;
+}}
+"""
 
     def _helpers(self) -> str:
         cm = self.cm
@@ -154,16 +183,16 @@ typedef struct {{ CO_VT v[CO_NV]; uint64_t r[CO_NR]; uint8_t uc[CO_NUC]; uint8_t
             if info.net.ordering == "unordered":
                 rm += [f"    case {info.index}: {{",
                        f"        const int c = w->uc[{info.uc}];",
-                       f"        for (int i = where; i < c - 1; i++) w->r[{info.rbase} + i] = "
-                       f"w->r[{info.rbase} + i + 1];",
-                       f"        w->r[{info.rbase} + c - 1] = 0;",
+                       f"        for (int i = where; i < c - 1; i++) co_setr(w, {info.rbase} + i, "
+                       f"w->r[{info.rbase} + i + 1]);",
+                       f"        co_setr(w, {info.rbase} + c - 1, 0);",
                        f"        w->uc[{info.uc}] = (uint8_t)(c - 1);",
                        "        break;", "    }"]
             elif info.net.ordering == "fifo":
                 rm += [f"    case {info.index}:",
-                       f"        for (int i = 0; i < {cap - 1}; i++) w->r[where + i] = "
-                       "w->r[where + i + 1];",
-                       f"        w->r[where + {cap - 1}] = 0;",
+                       f"        for (int i = 0; i < {cap - 1}; i++) co_setr(w, where + i, "
+                       "w->r[where + i + 1]);",
+                       f"        co_setr(w, where + {cap - 1}, 0);",
                        "        break;"]
         rm += ["    default: break;", "    }", "}"]
         out.append("\n".join(rm))
@@ -178,7 +207,7 @@ CO_FN void co_finish(const co_u *w, int r, co_sink *sink, int *rules, int *live)
     if (r >= 2) {{ co_emit_failure(sink, r - 2); return; }}
     if (w->coh) {{{keys} return; }}
     co_state out;
-    co_pack(w, &out);
+    for (int k = 0; k < CO_WORDS; k++) out.w[k] = w->p[k];
     co_emit_state(sink, &out);
     (*live)++;
 }}
@@ -195,10 +224,10 @@ CO_FN int co_send_{info.index}(co_u *u, uint64_t rec) {{
     if (c >= {cap}) return 1;
     int i = c;
     while (i > 0 && u->r[{info.rbase} + i - 1] > rec) {{
-        u->r[{info.rbase} + i] = u->r[{info.rbase} + i - 1];
+        co_setr(u, {info.rbase} + i, u->r[{info.rbase} + i - 1]);
         i--;
     }}
-    u->r[{info.rbase} + i] = rec;
+    co_setr(u, {info.rbase} + i, rec);
     u->uc[{info.uc}] = (uint8_t)(c + 1);
     return 0;
 }}
@@ -212,7 +241,7 @@ CO_FN int co_send_{info.index}(co_u *u, int line, int src, int dst, uint64_t cod
     const int q = co_fifo_{info.index}[(line * {n1} + src) * {n1} + dst];
     if (q < 0) return CO_E(kq);
     for (int i = 0; i < {cap}; i++)
-        if (!u->r[q + i]) {{ u->r[q + i] = code; return 0; }}
+        if (!u->r[q + i]) {{ co_setr(u, q + i, code); return 0; }}
     return 1;
 }}
 """
@@ -232,14 +261,14 @@ CO_FN int co_send_{info.index}(co_u *u, int line, int src, int dst, uint64_t cod
             int c = u->v[base + 1 + x];
             if (c) c = ((c - 1) | (1 << v)) + 1;
             else if (x == v) c = 1;
-            u->v[base + 1 + x] = (CO_VT)c;
+            co_setv(u, base + 1 + x, (unsigned)c);
             if (c - 1 != {full}) all = 0;
         }}
-        if (all) u->v[base] = 0;
+        if (all) co_setv(u, base, 0);
     }}
     const int base = {cm.mon_block('line', 'p')};
-    u->v[base] = (CO_VT)v;
-    for (int x = 0; x < CO_VALUES; x++) u->v[base + 1 + x] = 0;
+    co_setv(u, base, (unsigned)v);
+    for (int x = 0; x < CO_VALUES; x++) co_setv(u, base + 1 + x, 0);
 }}
 CO_FN void co_mon_load(co_u *u, int line, int p, int v) {{
     if (u->coh) return;
@@ -250,10 +279,10 @@ CO_FN void co_mon_load(co_u *u, int line, int p, int v) {{
     const int after = c - 1;
     int all = 1;
     for (int x = 0; x < CO_VALUES; x++) {{
-        if (!((after >> x) & 1)) u->v[base + 1 + x] = 0;
+        if (!((after >> x) & 1)) co_setv(u, base + 1 + x, 0);
         if ((int)u->v[base + 1 + x] - 1 != {full}) all = 0;
     }}
-    u->v[base] = (CO_VT)(all ? 0 : v);
+    co_setv(u, base, (unsigned)(all ? 0 : v));
 }}
 """
 
@@ -301,7 +330,8 @@ CO_FN void co_mon_load(co_u *u, int line, int p, int v) {{
                   params=t.params)
         f.emit("int gt = -1;")
         f.block(t.body)
-        f.emit(f"if (gt >= 0) u->v[{self.cm.state_slot(m, 'line', 'self')}] = (CO_VT)gt;")
+        f.emit(f"if (gt >= 0) co_setv(u, {self.cm.state_slot(m, 'line', 'self')}, "
+               "(unsigned)gt);")
         f.emit("return 0;")
         self.defs.append(
             f"/* {_comment(m.name)}: {t.kind} {_comment(t.name)} ({t.span}), bus depth "
@@ -570,6 +600,16 @@ CO_FN void co_mon_load(co_u *u, int line, int p, int v) {{
             lines.append("    }")
         lines += [f"    return {len(states)};", "}", ""]
         return "\n".join(lines)
+
+
+def _balanced(terms: list[str]) -> str:
+    """``a | b | ...`` as a balanced tree: independent ORs, not one serial chain."""
+    if not terms:
+        return "0"
+    while len(terms) > 1:
+        terms = [f"({terms[i]} | {terms[i + 1]})" if i + 1 < len(terms) else terms[i]
+                 for i in range(0, len(terms), 2)]
+    return terms[0]
 
 
 def _comment(s: str) -> str:
