@@ -57,6 +57,8 @@ class CoProgress(ctypes.Structure):
         ("resize_ns", ctypes.c_uint64),
         ("state_bytes", ctypes.c_uint64),
         ("stop_reason", ctypes.c_int64),
+        ("cycles_model", ctypes.c_uint64),
+        ("cycles_store", ctypes.c_uint64),
     ]
 
 
@@ -223,7 +225,8 @@ def run_library(lib: Library, keys: Sequence[FailureKey], options: CheckOptions,
     states = int(p.states)
     lib_stats = {"table_slots": int(p.table_slots), "resizes": int(p.resizes),
                  "resize_seconds": p.resize_ns / 1e9, "state_bytes": int(p.state_bytes),
-                 "storage_bytes": int(p.bytes_in_use), "peak_storage_bytes": int(p.peak_bytes)}
+                 "storage_bytes": int(p.bytes_in_use), "peak_storage_bytes": int(p.peak_bytes),
+                 "cycles_model": int(p.cycles_model), "cycles_store": int(p.cycles_store)}
     result = RawResult(
         states=states, rules_fired=int(p.rules), depth=int(p.depth), seconds=seconds,
         peak_memory_bytes=max(peak_rss, int(p.peak_bytes)),

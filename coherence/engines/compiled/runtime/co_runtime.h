@@ -69,6 +69,8 @@ typedef struct {
     uint64_t resize_ns;    /* time spent doubling (all threads wait meanwhile) */
     uint64_t state_bytes;  /* bytes per stored state (packed) */
     int64_t stop_reason;   /* as co_run returns; -100 while running */
+    uint64_t cycles_model; /* -DCO_PROFILE: TSC cycles in co_expand (generated code) */
+    uint64_t cycles_store; /* -DCO_PROFILE: TSC cycles storing successors (runtime) */
 } co_progress;
 
 int co_run(const co_options *options);
