@@ -94,8 +94,11 @@ struct co_sink {
     uint64_t cycles_model, cycles_store; /* CO_PROFILE only */
 };
 
+/* The search. Fields that every thread writes often (count: every new state; next and the
+ * counters: every chunk) sit on cache lines of their own, apart from the read-mostly fields
+ * that every probe reads (false sharing would make each new state a cross-core miss). */
 static struct {
-    co_options opt;
+    _Alignas(64) co_options opt;   /* read-mostly from here */
     uint8_t *states;               /* CO_BYTES per id */
     uint32_t *parents;
     uint64_t reserved_ids;         /* size of the two reservations */
@@ -105,16 +108,18 @@ static struct {
     uint64_t grow_at, hard_at;     /* counts at which to grow / at which inserting stops */
     uint64_t id_limit;             /* ids the memory limit allows with the current table */
     bool no_grow;                  /* the memory limit forbids doubling again */
-    _Atomic uint64_t count;
-    _Atomic uint64_t next;         /* next unclaimed id of the level */
-    uint64_t level_start, level_end;
-    _Atomic int active, resizing;
     _Atomic int stop;              /* a CO_STOP_* reason, 0 while running */
-    _Atomic uint64_t first[CO_NUM_KEYS + 1]; /* depth << 32 | id */
-    _Atomic uint64_t rules, expanded, depth, frontier, bytes, peak, resizes, resize_ns, slots;
+    _Atomic int resizing;
+    uint64_t level_start, level_end;
+    bool finished;
+    _Alignas(64) _Atomic uint64_t count;
+    _Alignas(64) _Atomic uint64_t next; /* next unclaimed id of the level */
+    _Alignas(64) _Atomic int active;
+    _Alignas(64) _Atomic uint64_t first[CO_NUM_KEYS + 1]; /* depth << 32 | id */
+    _Alignas(64) _Atomic uint64_t rules, expanded, depth, frontier, bytes, peak, resizes,
+        resize_ns, slots;
     _Atomic uint64_t cycles_model, cycles_store;
     _Atomic int64_t result;
-    bool finished;
     co_barrier barrier;
 } S;
 
