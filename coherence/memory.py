@@ -15,3 +15,37 @@ def rss_bytes() -> int:
             return int(f.read().split()[1]) * resource.getpagesize()
     except OSError:  # pragma: no cover - not Linux
         return 0
+
+
+def total_memory_bytes() -> int:
+    """The machine's memory (cgroup limits are not read: a conservative share is taken)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:  # pragma: no cover - not Linux
+        pass
+    return 8 << 30
+
+
+def default_memory_limit() -> int:
+    """What a search may use unless told otherwise: three quarters of the machine, so that a
+    huge configuration stops with a partial result instead of being killed by the kernel."""
+    return total_memory_bytes() * 3 // 4
+
+
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_size(text: str) -> int:
+    """``4G``, ``512M``, ``1500000000``: bytes. ValueError with a readable message."""
+    t = text.strip().lower().removesuffix("b").removesuffix("i")
+    unit = t[-1] if t and t[-1] in _UNITS else ""
+    number = t[: len(t) - len(unit)]
+    if not number or not number.replace(".", "", 1).isdigit() or not number[0].isdigit():
+        raise ValueError(f"'{text}' is not a size (e.g. 512M, 4G)")
+    value = int(float(number) * _UNITS[unit])
+    if value <= 0:
+        raise ValueError(f"'{text}' must be more than 0 bytes")
+    return value

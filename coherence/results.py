@@ -65,7 +65,8 @@ class CheckOptions:
     progress: Callable[[Progress], None] | None = None
     progress_every: float = 0.5
     threads: int | None = None  # engines that run on several cores; None: all of them
-    memory_limit: int | None = None  # bytes of visited-state storage before a clean stop
+    memory_limit: int | None = None  # bytes of memory the search may use (clean stop)
+    time_limit: float | None = None  # seconds before a clean stop
 
 
 @attrs.define

@@ -24,6 +24,11 @@ def add_args(p: argparse.ArgumentParser) -> None:
                         "compiler exists, else reference; default: reference)")
     p.add_argument("--threads", type=int, metavar="N",
                    help="threads for engines that use several cores (default: all cores)")
+    p.add_argument("--time-limit", type=_positive_float, metavar="SECONDS",
+                   help="stop with a partial result after this long (exit 3)")
+    p.add_argument("--memory-limit", type=_size, metavar="SIZE",
+                   help="stop with a partial result when the search uses this much memory, "
+                        "e.g. 4G (default: three quarters of this machine's memory)")
     p.add_argument("--max-states", type=int, metavar="N", help="stop after N states")
     p.add_argument("--max-depth", type=int, metavar="D", help="stop at depth D")
     p.add_argument("--no-deadlock", dest="deadlock", action="store_false",
@@ -40,11 +45,30 @@ def add_args(p: argparse.ArgumentParser) -> None:
     add_diagram_arg(p)
 
 
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"'{text}' must be more than 0")
+    return value
+
+
+def _size(text: str) -> int:
+    from coherence.memory import parse_size
+    try:
+        return parse_size(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def run(args: argparse.Namespace) -> int:
     from coherence.commands.common import draw_failures, load_model, progress_enabled
     from coherence.commands.report import live_progress, print_check_result, result_json
     from coherence.engines import EngineUnavailable, check
     from coherence.errors import SpecError
+    from coherence.memory import default_memory_limit
     from coherence.results import CheckOptions
     from coherence.spec.select import drop_properties
 
@@ -53,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
         options = CheckOptions(
             symmetry=args.symmetry == "exact", max_states=args.max_states,
             max_depth=args.max_depth, deadlock=args.deadlock,
-            stop_at_first=args.stop_at_first, progress=progress, threads=args.threads)
+            stop_at_first=args.stop_at_first, progress=progress, threads=args.threads,
+            time_limit=args.time_limit, memory_limit=args.memory_limit or default_memory_limit())
         try:
             result = check(model, options, engine=args.engine)
         except EngineUnavailable as err:

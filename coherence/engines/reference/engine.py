@@ -14,6 +14,12 @@ from collections.abc import Callable
 from coherence import ir
 from coherence.engines.api import RawFailure, RawResult
 from coherence.engines.reference.store import PackedStore
+from coherence.engines.stopping import (
+    StopOnSignals,
+    StopRequest,
+    memory_limit_reached,
+    time_limit_reached,
+)
 from coherence.failures import DEADLOCK, outcome_keys, violation_key
 from coherence.layout import Layout
 from coherence.memory import peak_rss_bytes, rss_bytes
@@ -61,6 +67,11 @@ class _Search:
             self.record(violation_key(v), idx)
 
     def run(self) -> RawResult:
+        request = StopRequest()
+        with StopOnSignals(request):
+            return self.search(request)
+
+    def search(self, request: StopRequest) -> RawResult:
         opts, store, sem = self.options, self.store, self.sem
         start = time.perf_counter()
         last_report = start
@@ -107,10 +118,17 @@ class _Search:
                 if opts.max_states is not None and len(store) >= opts.max_states:
                     stopped = f"--max-states {opts.max_states} reached"
                     break
-                if (opts.memory_limit is not None and store.nbytes() > opts.memory_limit):
-                    stopped = f"--memory-limit {opts.memory_limit} bytes reached"
+                if request.reason is not None:
+                    stopped = request.reason
                     break
                 now = time.perf_counter()
+                if opts.time_limit is not None and now - start > opts.time_limit:
+                    stopped = time_limit_reached(opts.time_limit)
+                    break
+                if (opts.memory_limit is not None and len(store) % 256 == 0
+                        and rss_bytes() > opts.memory_limit):
+                    stopped = memory_limit_reached(opts.memory_limit)
+                    break
                 if report is not None and now - last_report >= opts.progress_every:
                     last_report = now
                     report(Progress(len(store), len(frontier) + len(next_frontier), depth,
