@@ -197,15 +197,15 @@ def test_max_states_gives_a_partial_result(threads: int) -> None:
 
 
 def test_memory_limit_stops_cleanly() -> None:
-    lib = mock_lib(5, 10, 99)
-    limit = 400_000  # bytes: 7 a state plus the table, so well under 10^5 states
+    lib = mock_lib(6, 16, 99)  # 16.7 M states of 3 bytes, 7 bytes each with the parent
+    limit = 8 << 20
     res = run_library(lib, KEYS, CheckOptions(symmetry=False, threads=2,
                                               memory_limit=limit), decode)
-    assert res.stopped is not None and res.stopped.startswith("memory limit reached")
-    assert 1000 < res.states < 10 ** 5
+    assert res.stopped == "--memory-limit 8 MiB reached"
+    assert 100_000 < res.states < limit // 7
     assert LAST_STATS["storage_bytes"] <= limit
     failures = {f.key: len(f.path) - 1 for f in res.failures}
-    assert failures[KEYS[1]] == 9  # found before the stop, still shortest
+    assert failures == {KEYS[1]: 15}  # found before the stop, still shortest
 
 
 def test_stop_request_and_sigint_end_the_search_with_a_partial_result() -> None:
@@ -228,9 +228,17 @@ def test_stop_request_and_sigint_end_the_search_with_a_partial_result() -> None:
 
     res = run_library(lib, KEYS, CheckOptions(symmetry=False, threads=2, progress=interrupt,
                                               progress_every=0.0), decode)
-    assert res.stopped == "interrupted"
+    assert res.stopped == "interrupted (SIGINT)"
     assert 0 < res.states < 16 ** 6
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+
+
+def test_time_limit_stops_cleanly() -> None:
+    lib = mock_lib(6, 16, 99)
+    res = run_library(lib, KEYS, CheckOptions(symmetry=False, threads=2, time_limit=0.2),
+                      decode)
+    assert res.stopped == "--time-limit 0.2 s reached"
+    assert 0 < res.states < 16 ** 6 and res.seconds < 5
 
 
 def test_second_build_is_a_cache_hit(private_cache: Path) -> None:

@@ -12,17 +12,21 @@ from __future__ import annotations
 import ctypes
 import os
 import resource
-import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import FrameType
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from coherence import ir
 from coherence.engines.api import RawFailure, RawResult
 from coherence.engines.compiled.build import CompilerNotFound, build, find_compiler
+from coherence.engines.stopping import (
+    StopOnSignals,
+    interrupted,
+    memory_limit_reached,
+    time_limit_reached,
+)
 from coherence.layout import Layout
 from coherence.results import CheckOptions, FailureKey, Progress
 
@@ -130,8 +134,10 @@ def default_threads() -> int:
         return os.cpu_count() or 1
 
 
-def stop_message(code: int, options: CheckOptions, memory_limit: int) -> str | None:
-    """The reference engine's wording for each way a search stops early."""
+def stop_message(code: int, options: CheckOptions, memory_limit: int,
+                 reason: str | None) -> str | None:
+    """The reference engine's wording for each way a search stops early (``reason``: why
+    Python asked the runtime to stop, if it did)."""
     if code == DONE:
         return None
     if code == MAX_STATES:
@@ -141,32 +147,19 @@ def stop_message(code: int, options: CheckOptions, memory_limit: int) -> str | N
     if code == FIRST:
         return "stopped at the first failure"
     if code == INTERRUPT:
-        return "interrupted"
+        return reason or "interrupted"
     if code == MEMORY:
-        limit = f"{memory_limit / 2**20:.0f} MiB" if memory_limit else "the default limit"
-        return f"memory limit reached ({limit} of state storage)"
+        # NOTE(memory-limit): here the limit bounds the state storage (states, parents, hash
+        # table), which is nearly all of this engine's memory; the reference bounds its RSS.
+        return memory_limit_reached(memory_limit or physical_memory() * 3 // 4)
     raise RuntimeError(f"co_run failed with code {code}")
 
 
-class _StopOnSignals:
-    """SIGINT/SIGTERM ask the runtime to stop (only the main thread can install handlers)."""
-
-    def __init__(self, stop: Callable[[], None]) -> None:
-        self.stop = stop
-        self.saved: dict[int, Any] = {}
-
-    def __enter__(self) -> _StopOnSignals:
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                self.saved[sig] = signal.signal(sig, self._handle)
-        return self
-
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
-        self.stop()
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, handler in self.saved.items():
-            signal.signal(sig, handler)
+def physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):  # pragma: no cover - not POSIX
+        return 8 << 30
 
 
 def run_library(lib: Library, keys: Sequence[FailureKey], options: CheckOptions,
@@ -185,19 +178,27 @@ def run_library(lib: Library, keys: Sequence[FailureKey], options: CheckOptions,
         memory_limit=memory_limit, table_log2=table_log2, reserved=0)
     with lib.lock:
         outcome: list[int] = []
+        reason: list[str] = []  # why Python asked the runtime to stop
 
         def search() -> None:
             outcome.append(int(lib.lib.co_run(ctypes.byref(opts))))
 
+        def stop(why: str) -> None:
+            if not reason:
+                reason.append(why)
+            lib.lib.co_request_stop()
+
         start = time.perf_counter()
         last = start
         worker = threading.Thread(target=search, name="co_run", daemon=True)
-        with _StopOnSignals(lib.lib.co_request_stop):
+        with StopOnSignals(lambda signum: stop(interrupted(signum))):
             worker.start()
             try:
                 while worker.is_alive():
                     worker.join(timeout=0.05)
                     now = time.perf_counter()
+                    if options.time_limit is not None and now - start > options.time_limit:
+                        stop(time_limit_reached(options.time_limit))
                     if options.progress is not None and now - last >= options.progress_every:
                         last = now
                         p = lib.progress()
@@ -209,7 +210,7 @@ def run_library(lib: Library, keys: Sequence[FailureKey], options: CheckOptions,
                     worker.join()
         seconds = time.perf_counter() - start
         code = outcome[0]
-        stopped = stop_message(code, options, memory_limit)
+        stopped = stop_message(code, options, memory_limit, reason[0] if reason else None)
         p = lib.progress()
         found: list[tuple[int, int, RawFailure]] = []
         depth = ctypes.c_uint64()
@@ -255,9 +256,14 @@ class CompiledEngine:
         return None
 
     def explore(self, model: ir.Model, layout: Layout, options: CheckOptions) -> RawResult:
-        from coherence.engines.compiled.codegen import generate
+        from coherence.engines import EngineUnavailable
+        from coherence.engines.compiled.codegen import CodegenError, generate
 
-        generated = generate(model, layout)
+        try:
+            generated = generate(model, layout)
+        except CodegenError as err:
+            raise EngineUnavailable(f"the compiled engine cannot translate this model: "
+                                    f"{err}") from err
         path, _cached = build(generated.source)
         lib = Library.load(path)
         if lib.words != layout.words or lib.bits != layout.bits:
