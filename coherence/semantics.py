@@ -17,6 +17,14 @@ States are nested tuples of ints, hashable and cheap to compare:
 NOTE(values): ``UNDEF`` is the run-time "undefined"; any operation on it but copying is an
 error, as in Murphi, so clearing a field never changes behaviour, only the state count.
 The home node's id is ``model.agents``.
+
+Each semantic decision is defined once here, and every consumer calls it: which actions can be
+tried (``action_instances``, from ``spontaneous`` and ``param_values``), which messages may
+arrive under each ordering (``deliverable``), what is in flight (``in_flight``,
+``messages_in_flight``), 'no transition' (``no_transitions``, ``handler_table``), deadlock
+(``is_deadlock``) and the bus nesting limit (``BUS_NESTING_LIMIT``). The Z3 encoder and the
+Murphi and Promela exporters re-encode them (as formulas, as rules), taking their tables from
+here; tests/test_semantic_decisions.py checks each re-encoding against these definitions.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 Shared by the Hypothesis state machine (which chooses the actions) and by replay and
 minimisation (which re-run a chosen list of actions), so a failure means the same thing in
-all three. Everything goes through ``coherence.semantics``: ``execute`` for steps,
-``invariant_violations`` and ``quiescent`` for properties.
+all three. Everything goes through ``coherence.semantics``: ``action_instances`` and
+``execute`` for steps, ``invariant_violations``, ``no_transitions`` and ``is_deadlock`` for
+properties.
 """
 
 from __future__ import annotations
