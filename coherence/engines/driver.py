@@ -16,6 +16,7 @@ import attrs
 
 from coherence import ir
 from coherence.engines.api import Engine, NotSymmetric, RawFailure, RawResult
+from coherence.engines.size import refuse_absurd
 from coherence.failures import DEADLOCK, key_name, outcome_keys, violation_key
 from coherence.layout import Layout
 from coherence.results import CheckOptions, CheckResult, Failure
@@ -41,6 +42,7 @@ def property_names(model: ir.Model) -> list[str]:
 
 def run(engine: Engine, model: ir.Model, options: CheckOptions | None = None) -> CheckResult:
     options = options or CheckOptions()
+    refuse_absurd(model)
     sem = Semantics(model)
     layout = Layout(model)
     notes: list[str] = []
