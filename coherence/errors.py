@@ -56,16 +56,32 @@ class SpecError(Exception):
 
 
 def read_source(path: str | Path, what: str = "spec") -> str:
-    """A user's input file as text; every way reading can fail becomes a located SpecError."""
+    """A user's input file as text; every way reading can fail becomes a located SpecError (a
+    byte that is not UTF-8 is located by line and column). A leading byte-order mark is
+    dropped."""
     where = Span(str(path), 0, 0)
     try:
-        return Path(path).read_text(encoding="utf-8")
+        data = Path(path).read_bytes()
     except FileNotFoundError:
         raise SpecError("no such file" if what == "spec" else f"no such {what} file",
                         where) from None
     except IsADirectoryError:
         raise SpecError(f"is a directory, not a {what} file", where) from None
-    except UnicodeDecodeError as e:
-        raise SpecError(f"not UTF-8 text ({e.reason} at byte {e.start})", where) from None
     except OSError as e:
-        raise SpecError(f"cannot read: {e.strerror}", where) from None
+        raise SpecError(f"cannot read: {e.strerror or e}", where) from None
+    return decode_source(data, str(path))
+
+
+def decode_source(data: bytes, file: str) -> str:
+    """``data`` as UTF-8 text without a leading byte-order mark; a bad byte is a SpecError at
+    its line and column (columns count characters, as in every other error)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line_start = data.rfind(b"\n", 0, e.start) + 1
+        line = data.count(b"\n", 0, e.start) + 1
+        col = len(data[line_start:e.start].decode("utf-8", errors="replace")) + 1
+        source = data.decode("utf-8", errors="replace")
+        raise SpecError(f"not UTF-8 text: byte 0x{data[e.start]:02x} ({e.reason})",
+                        Span(file, line, col), source) from None
+    return text[1:] if text.startswith("\ufeff") else text

@@ -11,7 +11,7 @@ import lark
 from coherence.errors import NO_SPAN, SpecError, read_source
 from coherence.ir import Model
 from coherence.spec.lower import lower
-from coherence.spec.parse import parse
+from coherence.spec.parse import parse, strip_bom
 
 
 @attrs.frozen(eq=False)
@@ -27,6 +27,7 @@ class SpecSource:
 
 def load_spec_text(text: str, file: str = "<spec>",
                    overrides: Mapping[str, int] | None = None) -> Model:
+    text = strip_bom(text)
     source = SpecSource(file, text, parse(text, file))
     return _bind(source, dict(overrides or {}))
 

@@ -19,6 +19,11 @@ from coherence import ir
 from coherence.errors import NO_SPAN, Span, SpecError
 
 BUILTIN_PARAMS = {"agents": 2, "lines": 1, "values": 2}
+# The legal range of each parameter, whatever its declaration says (docs/language.md, "Limits";
+# agents are further limited to 16 in apply_overrides, and the configuration's size is checked
+# before a search).
+PARAM_LIMITS = {"agents": (1, 1 << 16), "lines": (1, 1 << 16), "values": (1, 1 << 16)}
+OTHER_PARAM_LIMITS = (0, 1 << 16)
 ORDERINGS = ("bus", "fifo", "unordered")
 PERFORM_KINDS = ("load", "store")
 PROPERTY_KINDS = ("coherence",)
@@ -155,11 +160,14 @@ class _Lowerer:
         name, value, rng = node.children
         self.declare(name, "parameter")
         default = int(value)
-        lo, hi = (1, 1 << 16) if str(name) in BUILTIN_PARAMS else (0, 1 << 16)
+        lo, hi = limit = PARAM_LIMITS.get(str(name), OTHER_PARAM_LIMITS)
         if rng is not None:
             lo, hi = int(rng.children[0]), int(rng.children[1])
             if lo > hi:
                 raise self.error(f"empty range {lo}..{hi}", rng)
+            if not limit[0] <= lo <= hi <= limit[1]:
+                raise self.error(f"range {lo}..{hi} of '{name}' is outside the limit "
+                                 f"{limit[0]}..{limit[1]}", rng)
         if not lo <= default <= hi:
             raise self.error(f"default {default} of '{name}' is outside {lo}..{hi}", value)
         self.params[str(name)] = ir.Param(str(name), default, default, lo, hi, self.span(name))
@@ -167,7 +175,8 @@ class _Lowerer:
     def apply_overrides(self, overrides: dict[str, int]) -> None:
         for name, default in BUILTIN_PARAMS.items():
             if name not in self.params:
-                self.params[name] = ir.Param(name, default, default, 1, 1 << 16,
+                lo, hi = PARAM_LIMITS[name]
+                self.params[name] = ir.Param(name, default, default, lo, hi,
                                              Span(self.file, 0, 0))
         for name, value in overrides.items():
             if name not in self.params:
@@ -179,8 +188,11 @@ class _Lowerer:
                 raise SpecError(f"--param {name}={value}: must be in {p.lo}..{p.hi}", NO_SPAN)
             self.params[name] = attrs.evolve(p, value=value)
         if self.agents > 16:
-            raise SpecError(f"--param agents={self.agents}: at most 16 agents are supported",
-                            NO_SPAN)
+            if "agents" in overrides:
+                raise SpecError(f"--param agents={self.agents}: at most 16 agents are "
+                                "supported", NO_SPAN)
+            raise SpecError(f"agents = {self.agents}: at most 16 agents are supported",
+                            self.params["agents"].span, self.source)
 
     def const(self, node: Tree | Token) -> int:
         """Evaluate a constant expression: numbers, parameters, + and -."""
