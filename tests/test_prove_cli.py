@@ -7,11 +7,11 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers import PROOF_RLIMIT, SPECS
 
 from coherence.cli import main
 from coherence.traces_io import load_traces
 
-SPECS = Path(__file__).resolve().parent.parent / "specs"
 LITERAL = str(SPECS / "broadcast_invalidate.coh")
 ACKED = str(SPECS / "broadcast_invalidate_acked.coh")
 
@@ -52,6 +52,26 @@ def test_timeout_is_unknown_not_a_pass(capsys: pytest.CaptureFixture[str]) -> No
     assert code == 3 and doc["verdict"] == "unknown" and "timeout" in doc["reason"]
 
 
+def test_running_out_of_rlimit_is_unknown_not_a_pass(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["prove", ACKED, "--agents", "2", "--bmc", "3", "--rlimit", "1", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 3 and doc["verdict"] == "unknown"
+    assert "resource limit" in doc["reason"] or "canceled" in doc["reason"], doc["reason"]
+
+
+def test_any_n_keeps_the_command_lines_parameters(capsys: pytest.CaptureFixture[str]) -> None:
+    """Regression (issue 12): the proof for every N bound the spec to other agent counts by
+    re-reading the file with only ``agents``, so ``capacity=5`` became the file's 6 and the
+    comparison reported "this depends on the number of agents as a number" (exit 2)."""
+    code = main(["prove", ACKED, "--agents", "any", "--param", "capacity=5",
+                 "--skip", "coherent", "--rlimit", str(PROOF_RLIMIT)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.out + captured.err
+    assert "verdict: PROVED for every number of agents" in captured.out
+    assert "depends on the number of agents" not in captured.out + captured.err
+    assert captured.err == ""
+
+
 @pytest.mark.parametrize("argv", [
     ["--agents", "two", "--bmc", "2"],
     ["--agents", "2", "--bmc", "-1"],
@@ -59,6 +79,7 @@ def test_timeout_is_unknown_not_a_pass(capsys: pytest.CaptureFixture[str]) -> No
     ["--agents", "2", "--induction", "0"],
     ["--agents", "any", "--bmc", "3"],
     ["--agents", "2", "--bmc", "2", "--skip", "nosuch"],
+    ["--agents", "2", "--bmc", "2", "--rlimit", "0"],
 ])
 def test_bad_input_exits_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["prove", LITERAL, *argv]) == 2

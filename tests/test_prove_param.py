@@ -6,19 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers import AUX, MUTEX, PROOF_RLIMIT, SPECS, mutants, well_formed
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_prove_induction import AUX, MUTEX, mutants
 
 from coherence.engines import check
-from coherence.errors import SpecError
-from coherence.smt import param
 from coherence.smt.param import prove_all
 from coherence.smt.state import Unsupported
 from coherence.spec.load import load_spec
 from coherence.spec.select import drop_properties
-
-SPECS = Path(__file__).resolve().parent.parent / "specs"
 
 
 def _write(tmp_path: Path, text: str, name: str = "spec.coh") -> Path:
@@ -29,7 +25,7 @@ def _write(tmp_path: Path, text: str, name: str = "spec.coh") -> Path:
 
 def test_mutex_with_aux_is_proved_for_every_n_and_holds_at_fixed_sizes(tmp_path: Path) -> None:
     path = _write(tmp_path, MUTEX + AUX)
-    result = prove_all(load_spec(path))
+    result = prove_all(load_spec(path), rlimit=PROOF_RLIMIT)
     assert result.verdict == "holds" and result.exit_code == 0
     assert "invariant:mutex" in result.proved
     for n in (2, 3, 4):
@@ -37,14 +33,14 @@ def test_mutex_with_aux_is_proved_for_every_n_and_holds_at_fixed_sizes(tmp_path:
 
 
 def test_mutex_without_aux_is_not_inductive_and_not_a_pass(tmp_path: Path) -> None:
-    result = prove_all(load_spec(_write(tmp_path, MUTEX)))
+    result = prove_all(load_spec(_write(tmp_path, MUTEX)), rlimit=PROOF_RLIMIT)
     assert result.verdict == "unknown" and result.exit_code == 3
     assert any("invariant:mutex" in c for c in result.ctis)
 
 
 def test_literal_scheme_is_refuted_by_a_replayed_instance() -> None:
     model = load_spec(SPECS / "broadcast_invalidate.coh")
-    result = prove_all(model)
+    result = prove_all(model, rlimit=PROOF_RLIMIT)
     assert result.verdict == "fails" and result.instance == 2
     assert result.failures[0].name == "data_value" and result.failures[0].length == 4
 
@@ -63,7 +59,7 @@ invariant fine: H.acks >= 0;
 
 def test_counting_agents_is_reported_where_it_happens(tmp_path: Path) -> None:
     with pytest.raises(Unsupported) as err:
-        prove_all(load_spec(_write(tmp_path, COUNTING)), timeout=5)
+        prove_all(load_spec(_write(tmp_path, COUNTING)), rlimit=PROOF_RLIMIT)
     assert err.value.span.line == 6  # acks := agents - 1
     assert "number of agents" in err.value.message
 
@@ -76,7 +72,7 @@ def _holds_at(path: Path, sizes: tuple[int, ...]) -> None:
 
 def test_german_is_proved_for_every_n_and_holds_at_fixed_sizes() -> None:
     model = drop_properties(load_spec(SPECS / "german.coh"), ["coherent"])
-    result = prove_all(model, timeout=300)
+    result = prove_all(model, rlimit=PROOF_RLIMIT)
     assert result.verdict == "holds", result.reason
     assert {"invariant:CtrlProp", "invariant:DataProp", "error:error"} <= set(result.proved)
     _holds_at(SPECS / "german.coh", (2, 3))
@@ -84,19 +80,18 @@ def test_german_is_proved_for_every_n_and_holds_at_fixed_sizes() -> None:
 
 def test_acked_broadcast_is_proved_for_every_n_and_holds_at_fixed_sizes() -> None:
     path = SPECS / "broadcast_invalidate_acked.coh"
-    result = prove_all(drop_properties(load_spec(path), ["coherent"]), timeout=300)
+    result = prove_all(drop_properties(load_spec(path), ["coherent"]), rlimit=PROOF_RLIMIT)
     assert result.verdict == "holds", result.reason
     assert {"invariant:data_value", "invariant:stale_copy_is_doomed",
             "abstraction:one-message-per-kind"} <= set(result.proved)
     _holds_at(path, (2, 3))
 
 
-def test_a_missing_aux_invariant_gives_a_concrete_replayed_cti(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(param, "REFUTE_SECONDS", 2.0)  # the BMC look for a real bug: brief
+def test_a_missing_aux_invariant_gives_a_concrete_replayed_cti() -> None:
     path = SPECS / "german.coh"
     model = drop_properties(load_spec(path), ["coherent", "sharer_has_copy_or_message"])
-    result = prove_all(model, timeout=300)
+    # the BMC look for a real bug (there is none): brief
+    result = prove_all(model, rlimit=PROOF_RLIMIT, refute_depth=3)
     assert result.verdict == "unknown" and result.exit_code == 3  # never a pass
     cti = next(c for c in result.cti_details if "inv_to_holder" in c.summary)
     # a sharer in I with no message on its way, about to be sent an Inv
@@ -117,13 +112,14 @@ invariant fine: true;
 
 def test_two_messages_of_a_kind_on_an_unordered_network_are_never_a_pass(
         tmp_path: Path) -> None:
-    result = prove_all(load_spec(_write(tmp_path, DUPLICATE)), timeout=60)
+    result = prove_all(load_spec(_write(tmp_path, DUPLICATE)), rlimit=PROOF_RLIMIT)
     assert result.verdict == "unknown"
     assert any("abstraction:one-message-per-kind" in c for c in result.ctis)
     assert any("two Req messages" in c.summary for c in result.cti_details)
 
 
-MUTANTS = mutants(MUTEX + AUX)
+MUTANTS = well_formed(mutants(MUTEX + AUX))
+REFUTE_DEPTH = 10  # prove_all's default: how deep it looks for a concrete counterexample
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -131,17 +127,20 @@ MUTANTS = mutants(MUTEX + AUX)
 def test_a_mutant_proved_for_every_n_holds_at_2_and_3(tmp_path_factory: pytest.TempPathFactory,
                                                       text: str) -> None:
     path = _write(tmp_path_factory.mktemp("m"), text)
-    try:
-        model = load_spec(path)
-    except SpecError:
-        return
-    result = prove_all(model, timeout=30)
+    result = prove_all(load_spec(path), rlimit=PROOF_RLIMIT, refute_depth=REFUTE_DEPTH)
     for n in (2, 3):
         reference = check(load_spec(path, {"agents": n}))
+        # every failure but deadlock (not part of a proof for every N) is within reach of the
+        # refutation, which must then find one: neither a proof nor an unknown
+        real = [f for f in reference.failures if f.kind != "deadlock"]
+        if real and min(f.length for f in real) <= REFUTE_DEPTH:
+            assert result.verdict == "fails", (n, real[0].message, result.reason)
         if result.verdict == "holds":
-            assert reference.verdict == "holds" or all(
-                f.kind == "deadlock" for f in reference.failures)
+            assert not real
+    if result.verdict == "unknown":  # not inductive, with the steps that break it; Z3 never
+        assert result.ctis, result.reason  # ran out of its resource limit
     if result.verdict == "fails":
+        assert result.instance in (2, 3)
         assert result.failures and result.failures[0].trace
 
 
@@ -157,7 +156,7 @@ def test_german_mutants_with_the_aux_invariants_are_refuted(tmp_path: Path, name
     """The aux invariants prove German; they must not prove any of its seeded bugs."""
     text = (SPECS / "mutants" / f"{name}.coh").read_text() + "\n" + GERMAN_AUX
     model = drop_properties(load_spec(_write(tmp_path, text, f"{name}.coh")), ["coherent"])
-    result = prove_all(model, timeout=300)
+    result = prove_all(model, rlimit=PROOF_RLIMIT)
     assert result.verdict == "fails" and result.instance in (2, 3)
     assert result.failures[0].trace  # replayed by the reference semantics
     assert result.ctis  # and the proof says which step breaks which invariant

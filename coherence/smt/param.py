@@ -719,9 +719,10 @@ REFUTE_SECONDS = 20.0  # default budget for looking for a concrete counterexampl
 @attrs.define
 class Budget:
     """How long each Z3 check may run. By default each phase has a wall-clock cap (the
-    ``*_SECONDS`` above) within the overall ``timeout``; with ``rlimit``, every check is bounded
-    by that many of Z3's resource units instead (deterministic: the same answers on a loaded
-    machine), and only an explicit ``timeout`` adds a wall-clock limit."""
+    ``*_SECONDS`` above) within the overall ``timeout``. With ``rlimit``, the longest check
+    (a QUERY_SECONDS phase) gets that many of Z3's resource units and each other phase its
+    share (QUICK_SECONDS / QUERY_SECONDS of it, ...): deterministic, the same answers on a
+    loaded machine; only an explicit ``timeout`` then adds a wall-clock limit."""
 
     timeout: float | None
     rlimit: int | None
@@ -737,13 +738,15 @@ class Budget:
     def expired(self) -> bool:
         return self.timeout is not None and time.perf_counter() - self.start >= self.timeout
 
-    def limit(self, solver: Any, cap: float) -> None:
-        """Bound the solver's next checks as a phase with ``cap`` seconds may run."""
-        seconds = self.seconds(cap)
+    def limit(self, solver: Any, cap: float, since: float | None = None) -> None:
+        """Bound the solver's next checks as a phase allowed ``cap`` seconds, counted from
+        ``since`` (a ``time.perf_counter()``) when given; with ``rlimit``, its share of it."""
+        spent = 0.0 if since is None else time.perf_counter() - since
+        seconds = self.seconds(cap - spent)
         if seconds is not None:
             solver.set("timeout", max(1, int(max(0.001, seconds) * 1000)))
         if self.rlimit is not None:
-            solver.set("rlimit", self.rlimit)
+            solver.set("rlimit", max(1, int(self.rlimit * cap / QUERY_SECONDS)))
 
 
 def _prove(model: ir.Model, budget: Budget, refute_depth: int,
@@ -801,8 +804,7 @@ def _settle(model: ir.Model, q: Query, shared: Any,
             budget: Budget) -> tuple[Any, Any, str]:
     """(answer, concrete CTI or None, why unknown) of one query: a quick try on the action's
     incremental solver (about 3x faster than a fresh solver per query), a counterexample with
-    1-2 agents, a fresh solver, a counterexample with 3-4 agents, then the long try (only
-    under wall-clock caps: with ``rlimit`` it would repeat the fresh solver's check)."""
+    1-2 agents, a fresh solver, a counterexample with 3-4 agents, then the long try."""
     from coherence.smt.param_cti import MAX_AGENTS, find_cti
     step = q.what != "init"
     budget.limit(shared, QUICK_SECONDS)
@@ -823,8 +825,8 @@ def _settle(model: ir.Model, q: Query, shared: Any,
             return answer, None, why
     if step:
         cti = find_cti(model, q, budget, range(3, MAX_AGENTS + 1))
-    long_try = budget.rlimit is None and (budget.seconds(QUERY_SECONDS) or 0) > 2 * QUICK_SECONDS
-    if cti is None and answer == z3.unknown and long_try:
+    left = budget.seconds(QUERY_SECONDS)
+    if cti is None and answer == z3.unknown and (left is None or left > 2 * QUICK_SECONDS):
         budget.limit(fresh, QUERY_SECONDS)
         answer = fresh.check()
         why = fresh.reason_unknown() if answer == z3.unknown else ""

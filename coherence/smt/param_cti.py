@@ -31,8 +31,7 @@ MAX_AGENTS = 4
 def find_cti(model: ir.Model, query: Any, budget: Budget,
              sizes: range = range(1, MAX_AGENTS + 1)) -> Cti | None:
     """A replayed counterexample to induction of ``query`` with few agents, or None; all
-    sizes together get the budget's CTI_SECONDS (or, with ``rlimit``, each check is bounded
-    by it)."""
+    sizes together get CTI_SECONDS (with ``rlimit``: each size gets the CTI share of it)."""
     from coherence.smt.param import CTI_SECONDS, HOME, NODE, UNDEF_N
     start = time.perf_counter()
     for k in sizes:
@@ -41,7 +40,7 @@ def find_cti(model: ir.Model, query: Any, budget: Budget,
             return None
         elems = [HOME, UNDEF_N, *(z3.Const(f"cti_agent{i}", NODE) for i in range(k))]
         solver = z3.Solver()
-        budget.limit(solver, CTI_SECONDS - (time.perf_counter() - start))
+        budget.limit(solver, CTI_SECONDS, since=start)
         memo: dict[int, Any] = {}
         solver.add(*(expand(a, elems, NODE, memo) for a in query.assertions))
         solver.add(z3.Distinct(*elems))
