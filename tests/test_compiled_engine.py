@@ -4,9 +4,10 @@ Every bundled spec at 2 and 3 agents (4 in the slow tier), with and without symm
 state count pinned from the reference engine (tests/test_library.py, tests/test_seed_specs.py),
 the verdict and shortest counterexample length per property pinned there, and, where the
 reference finishes in well under a second, a live comparison of everything the two report.
-Every mutant in specs/mutants at 2 and 3 agents, with and without symmetry, live against the
-reference with ``stop_at_first`` (the mutants verb's own setting): both stop after the same
-level, so states, rules, depth and the failures (key and length) must all be equal.
+Every mutant in specs/mutants at 2 and 3 agents, with and without symmetry (3 without: slow
+tier), live against the reference with ``stop_at_first`` (the mutants verb's own setting):
+both stop after the same level, so states, rules, depth and the failures (key and length)
+must all be equal.
 
 Models are built with ``COHERENCE_CFLAGS=-O1`` (mutants ``-O0``): here the C compiler's time
 is nearly all the time, and the search code is the same at every optimisation level.
@@ -90,9 +91,14 @@ def test_spec_matches_the_reference(spec: str, agents: int, monitor: bool, symme
         assert summary(result) == summary(check(model, options, engine="reference"))
 
 
-@pytest.mark.parametrize("agents", [2, 3])
-@pytest.mark.parametrize("symmetry", [True, False], ids=["sym", "nosym"])
-@pytest.mark.parametrize("path", MUTANTS, ids=[p.stem for p in MUTANTS])
+MUTANT_CASES = [
+    pytest.param(path, agents, symmetry,
+                 id=f"{path.stem}-{agents}-{'sym' if symmetry else 'nosym'}", marks=[pytest.mark.slow] if agents == 3 and not symmetry else [])
+    for path in MUTANTS for agents in (2, 3) for symmetry in (True, False)
+]  # 3 agents without symmetry: ~50 s in all, the reference's time; slow tier
+
+
+@pytest.mark.parametrize(("path", "agents", "symmetry"), MUTANT_CASES)
 def test_mutant_matches_the_reference(path: Path, agents: int, symmetry: bool,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COHERENCE_CFLAGS", "-O0")
