@@ -93,7 +93,8 @@ def test_spec_matches_the_reference(spec: str, agents: int, monitor: bool, symme
 
 MUTANT_CASES = [
     pytest.param(path, agents, symmetry,
-                 id=f"{path.stem}-{agents}-{'sym' if symmetry else 'nosym'}", marks=[pytest.mark.slow] if agents == 3 and not symmetry else [])
+                 id=f"{path.stem}-{agents}-{'sym' if symmetry else 'nosym'}",
+                 marks=[pytest.mark.slow] if agents == 3 and not symmetry else [])
     for path in MUTANTS for agents in (2, 3) for symmetry in (True, False)
 ]  # 3 agents without symmetry: ~50 s in all, the reference's time; slow tier
 
