@@ -67,6 +67,7 @@ class CheckOptions:
     threads: int | None = None  # engines that run on several cores; None: all of them
     memory_limit: int | None = None  # bytes of memory the search may use (clean stop)
     time_limit: float | None = None  # seconds before a clean stop
+    vacuity: bool = True  # report invariants whose premises no reachable state makes true
 
 
 @attrs.define
@@ -85,6 +86,7 @@ class CheckResult:
     stopped: str | None  # why the search stopped early, if it did
     properties: list[str]
     notes: list[str] = attrs.Factory(list)
+    vacuous: list[str] = attrs.Factory(list)  # what holds only because nothing happens
     engine: str = "reference"
     threads: int = 1
 

@@ -12,6 +12,7 @@ HELP = "explore every reachable state; check invariants, coherence, deadlock"
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
+    from coherence.commands.options import nonnegative_int, output_file, positive_int
     add_spec_args(p)
     p.add_argument("--symmetry", choices=["exact", "off"], default="exact",
                    help="symmetry reduction over agent ids (default: exact)")
@@ -22,17 +23,20 @@ def add_args(p: argparse.ArgumentParser) -> None:
                    help="how to explore: reference (plain Python, the oracle), compiled (C "
                         "generated from the spec, on every core), auto (compiled where a C "
                         "compiler exists, else reference; default: reference)")
-    p.add_argument("--threads", type=int, metavar="N",
+    p.add_argument("--threads", type=positive_int, metavar="N",
                    help="threads for engines that use several cores (default: all cores)")
     p.add_argument("--time-limit", type=_positive_float, metavar="SECONDS",
                    help="stop with a partial result after this long (exit 3)")
     p.add_argument("--memory-limit", type=_size, metavar="SIZE",
                    help="stop with a partial result when the search uses this much memory, "
                         "e.g. 4G (default: three quarters of this machine's memory)")
-    p.add_argument("--max-states", type=int, metavar="N", help="stop after N states")
-    p.add_argument("--max-depth", type=int, metavar="D", help="stop at depth D")
+    p.add_argument("--max-states", type=positive_int, metavar="N", help="stop after N states")
+    p.add_argument("--max-depth", type=nonnegative_int, metavar="D", help="stop at depth D")
     p.add_argument("--no-deadlock", dest="deadlock", action="store_false",
                    help="do not report deadlocks")
+    p.add_argument("--no-vacuity", dest="vacuity", action="store_false",
+                   help="do not look for invariants that hold only because their premise is "
+                        "never true")
     p.add_argument("--stop-at-first", action="store_true",
                    help="stop at the first failure instead of finding each property's "
                         "shortest counterexample")
@@ -40,7 +44,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
                    help="do not check this invariant or property (repeatable)")
     p.add_argument("--progress", choices=["auto", "always", "never"], default="auto",
                    help="live progress line on stderr (auto: when stderr is a terminal)")
-    p.add_argument("--trace-out", metavar="FILE",
+    p.add_argument("--trace-out", type=output_file, metavar="FILE",
                    help="save the counterexample traces as JSON (for `coherence diagram`)")
     add_diagram_arg(p)
 
@@ -78,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
             symmetry=args.symmetry == "exact", max_states=args.max_states,
             max_depth=args.max_depth, deadlock=args.deadlock,
             stop_at_first=args.stop_at_first, progress=progress, threads=args.threads,
-            time_limit=args.time_limit, memory_limit=args.memory_limit or default_memory_limit())
+            time_limit=args.time_limit, vacuity=args.vacuity,
+            memory_limit=args.memory_limit or default_memory_limit())
         try:
             result = check(model, options, engine=args.engine)
         except EngineUnavailable as err:

@@ -24,13 +24,18 @@ def live_progress(enabled: bool) -> Iterator[Callable[[Progress], None] | None]:
         yield None
         return
     console = err_console()
+
+    def text(p: Progress) -> str:
+        rate = p.states / p.elapsed if p.elapsed > 0 else 0
+        return (f"states {p.states:,}  frontier {p.frontier:,}  depth {p.depth}  "
+                f"rules {p.rules:,}  {rate:,.0f} states/s  {p.elapsed:.0f}s")
+
+    if not console.is_terminal:  # --progress always into a file or pipe: one line per report
+        yield lambda p: console.print(text(p), markup=False, highlight=False)
+        return
     with Live(Text("starting…"), console=console, refresh_per_second=4,
               transient=True) as live:
-        def update(p: Progress) -> None:
-            rate = p.states / p.elapsed if p.elapsed > 0 else 0
-            live.update(Text(f"states {p.states:,}  frontier {p.frontier:,}  depth {p.depth}  "
-                             f"rules {p.rules:,}  {rate:,.0f} states/s  {p.elapsed:.0f}s"))
-        yield update
+        yield lambda p: live.update(Text(text(p)))
 
 
 def failed_properties(result: CheckResult) -> set[str]:
@@ -67,6 +72,7 @@ def result_json(result: CheckResult) -> dict[str, Any]:
         },
         "properties": property_status(result),
         "notes": result.notes,
+        "vacuous": result.vacuous,
         "failures": [
             {"kind": f.kind, "property": f.name, "message": f.message, "length": f.length,
              "location": f.span, "trace": [s.to_json() for s in f.trace]}
@@ -101,6 +107,8 @@ def print_check_result(model: Model, result: CheckResult) -> None:
     out.print("properties: " + ", ".join(marks))
     for note in result.notes:
         out.print(f"[yellow]note[/]: {note}")
+    for what in result.vacuous:
+        out.print(f"[yellow]vacuous[/]: {what}", markup=True)
     colour = {"holds": "green", "fails": "red", "incomplete": "yellow"}[result.verdict]
     verdict = result.verdict.upper()
     if result.stopped:

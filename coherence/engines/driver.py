@@ -19,10 +19,11 @@ from coherence.engines.api import Engine, NotSymmetric, RawFailure, RawResult
 from coherence.engines.size import refuse_absurd
 from coherence.failures import DEADLOCK, key_name, outcome_keys, violation_key
 from coherence.layout import Layout
-from coherence.results import CheckOptions, CheckResult, Failure
+from coherence.results import CheckOptions, CheckResult, Failure, FailureKey
 from coherence.semantics import Semantics, State
 from coherence.symmetry import Symmetry
 from coherence.trace import Step, TraceReplayError, describe
+from coherence.vacuity import Premise, is_witness, vacuous_message, with_witnesses
 
 AUDITED_STATES = 512  # states whose successors are compared with a renamed copy's
 
@@ -50,9 +51,16 @@ def run(engine: Engine, model: ir.Model, options: CheckOptions | None = None) ->
     if symmetric and not symmetry_is_sound(sem, Symmetry(sem)):
         symmetric = False
         notes.append(NOT_SYMMETRIC)
+    # NOTE(vacuity): witnesses are invariants like any other, so every engine checks them;
+    # they would end a --stop-at-first search at once, so that mode goes without.
+    explored: ir.Model = model
+    witnesses: dict[FailureKey, Premise] = {}
+    if options.vacuity and not options.stop_at_first:
+        explored, witnesses = with_witnesses(model)
     opts = attrs.evolve(options, symmetry=symmetric)
     try:
-        return _finish(engine, sem, layout, opts, engine.explore(model, layout, opts), notes)
+        return _finish(engine, sem, layout, opts, engine.explore(explored, layout, opts),
+                       notes, witnesses)
     except (TraceReplayError, NotSymmetric):
         if not symmetric:
             raise
@@ -60,14 +68,30 @@ def run(engine: Engine, model: ir.Model, options: CheckOptions | None = None) ->
     # does not depend on agent ids; a reduced path that cannot be replayed concretely proves
     # this one's does, and its reduced answer cannot be trusted either way.
     opts = attrs.evolve(options, symmetry=False)
-    return _finish(engine, sem, layout, opts, engine.explore(model, layout, opts),
-                   [*notes, NOT_SYMMETRIC])
+    return _finish(engine, sem, layout, opts, engine.explore(explored, layout, opts),
+                   [*notes, NOT_SYMMETRIC], witnesses)
+
+
+def vacuous(raw: RawResult, witnesses: dict[FailureKey, Premise]) -> list[str]:
+    """What holds only because nothing happens: nothing at all, or an invariant's premise."""
+    if raw.stopped is not None:
+        return []  # a partial search proves nothing unreachable
+    out = []
+    if raw.rules_fired == 0:
+        out.append("no action ever fired: only the initial state was explored, so every "
+                   "property holds trivially")
+    seen = {f.key[1] for f in raw.failures if is_witness(f.key)}
+    for key, premise in witnesses.items():
+        if key[1] not in seen:
+            out.append(vacuous_message(premise))
+    return out
 
 
 def _finish(engine: Engine, sem: Semantics, layout: Layout, options: CheckOptions,
-            raw: RawResult, notes: list[str]) -> CheckResult:
+            raw: RawResult, notes: list[str],
+            witnesses: dict[FailureKey, Premise]) -> CheckResult:
     sym = Symmetry(sem) if options.symmetry else None
-    failures = [rebuild(sem, layout, sym, f) for f in raw.failures]
+    failures = [rebuild(sem, layout, sym, f) for f in raw.failures if not is_witness(f.key)]
     failures.sort(key=lambda f: (f.length, f.name, f.key))
     if failures:
         verdict = "fails"
@@ -82,7 +106,8 @@ def _finish(engine: Engine, sem: Semantics, layout: Layout, options: CheckOption
         rules_fired=raw.rules_fired, depth=raw.depth, seconds=raw.seconds,
         peak_memory_bytes=raw.peak_memory_bytes, bytes_per_state=raw.bytes_per_state,
         failures=failures, stopped=raw.stopped, properties=property_names(model),
-        notes=[*notes, *raw.notes], engine=engine.name, threads=raw.threads)
+        notes=[*notes, *raw.notes], vacuous=vacuous(raw, witnesses), engine=engine.name,
+        threads=raw.threads)
 
 
 def symmetry_is_sound(sem: Semantics, sym: Symmetry, limit: int = AUDITED_STATES) -> bool:
