@@ -11,9 +11,10 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from typing import Any
 
-from coherence.errors import SpecError
+from coherence.errors import NO_SPAN, SpecError
 
 EXIT_HOLDS, EXIT_FAILS, EXIT_BAD_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
 
@@ -29,13 +30,26 @@ def add_spec_args(p: argparse.ArgumentParser) -> None:
 def add_param_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--param", "-p", action="append", default=[], metavar="NAME=VALUE",
                    help="override a spec parameter (repeatable)")
-    p.add_argument("--agents", "-n", type=int, metavar="N",
+    from coherence.commands.options import positive_int
+    p.add_argument("--agents", "-n", type=positive_int, metavar="N",
                    help="number of agents (same as --param agents=N)")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
 
 
+# Whether the command line being parsed asked for --json (argparse errors are then printed as a
+# JSON error document too); set by main for the duration of parse_args.
+_json_errors: ContextVar[bool] = ContextVar("json_errors", default=False)
+
+
+def error_document(message: str, location: str) -> dict[str, Any]:
+    """The one JSON shape of an error, for bad input and bad command lines alike."""
+    return {"error": {"message": message, "location": location}, "exit_code": EXIT_BAD_INPUT}
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
+        if _json_errors.get():
+            print(json.dumps(error_document(f"{self.prog}: {message}", NO_SPAN.file)))
         self.print_usage(sys.stderr)
         print(f"{self.prog}: error: {message}", file=sys.stderr)
         raise SystemExit(EXIT_BAD_INPUT)
@@ -59,14 +73,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    """Run one command line. A bad command line raises SystemExit(2) (argparse's way); every
+    other outcome is the returned exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        parser = build_parser()
+        token = _json_errors.set("--json" in argv)
+        try:
+            args = parser.parse_args(argv)
+        finally:
+            _json_errors.reset(token)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
     try:
         return int(args.run(args))
     except SpecError as err:
         if getattr(args, "json", False):
-            print(json.dumps({"error": {"message": err.message, "location": err.location()},
-                              "exit_code": EXIT_BAD_INPUT}))
+            print(json.dumps(error_document(err.message, err.location())))
         print(err.render(), file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:

@@ -44,10 +44,10 @@ class SpecError(Exception):
         head = f"{self.location()}: error: {self.message}"
         if self.source is None or self.span.line <= 0:
             return head
-        lines = self.source.splitlines()
+        lines = self.source.split("\n")  # as the parsers count lines (not splitlines)
         if not 1 <= self.span.line <= len(lines):
             return head
-        text = lines[self.span.line - 1].expandtabs(1)
+        text = lines[self.span.line - 1].rstrip("\r").expandtabs(1)
         caret = " " * (max(self.span.col, 1) - 1) + "^"
         return f"{head}\n  {text}\n  {caret}"
 
@@ -82,6 +82,8 @@ def decode_source(data: bytes, file: str) -> str:
         line = data.count(b"\n", 0, e.start) + 1
         col = len(data[line_start:e.start].decode("utf-8", errors="replace")) + 1
         source = data.decode("utf-8", errors="replace")
+        shown = source.split("\n")[line - 1]
+        printable = all(c.isprintable() or c == "\t" for c in shown)  # else: a binary file
         raise SpecError(f"not UTF-8 text: byte 0x{data[e.start]:02x} ({e.reason})",
-                        Span(file, line, col), source) from None
+                        Span(file, line, col), source if printable else None) from None
     return text[1:] if text.startswith("\ufeff") else text

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import attrs
 
-from coherence.errors import Span, SpecError
+from coherence.errors import Span, SpecError, read_source
 
 _DIRECTIVE = re.compile(r"^// ([A-Z]+(?: [A-Z]+)?):\s*(.*?)\s*$")
 _KEYS = {"MUTANT OF", "CHANGE", "EXPECT", "AGENTS", "SKIP"}
@@ -49,7 +49,7 @@ class MutantResult:
 
 def parse_header(path: Path) -> Mutant:
     fields: dict[str, str] = {}
-    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for i, line in enumerate(read_source(path, "mutant").splitlines(), 1):
         if not line.startswith("//"):
             break
         m = _DIRECTIVE.match(line)
@@ -64,7 +64,7 @@ def parse_header(path: Path) -> Mutant:
         if key not in fields:
             raise SpecError(f"mutant header lacks '// {key}: ...'", Span(str(path), 1, 1))
     agents = fields.get("AGENTS", "2")
-    if not agents.isdigit() or not 1 <= int(agents) <= 8:
+    if re.fullmatch(r"[0-9]{1,2}", agents) is None or not 1 <= int(agents) <= 8:
         raise SpecError(f"AGENTS must be an integer 1..8, got {agents!r}", Span(str(path), 1, 1))
     split = lambda s: tuple(x.strip() for x in s.split(",") if x.strip())  # noqa: E731
     return Mutant(str(path), fields["MUTANT OF"], fields["CHANGE"], split(fields["EXPECT"]),

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from coherence.errors import Span, SpecError
+from coherence.errors import Span, SpecError, read_source
 from coherence.ir import Model
 from coherence.trace import Step
 
@@ -35,9 +35,7 @@ def save_traces(path: str | Path, model: Model, failures: list[Any], source: str
 
 def load_traces(path: str | Path) -> dict[str, Any]:
     try:
-        doc = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise SpecError("no such file", Span(str(path), 0, 0)) from None
+        doc = json.loads(read_source(path, "trace"))
     except json.JSONDecodeError as e:
         raise SpecError(f"not valid JSON: {e.msg}", Span(str(path), e.lineno, e.colno)) from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:

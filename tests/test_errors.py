@@ -44,7 +44,7 @@ def test_error_message(name: str, monkeypatch: pytest.MonkeyPatch,
                            "capacity, lines, values)"),
     (["--param", "capacity=x"], "--param capacity: 'x' is not an integer"),
     (["--param", "capacity"], "--param 'capacity': expected NAME=VALUE"),
-    (["--agents", "0"], "--param agents=0: must be in 1..65536"),
+    (["--param", "agents=0"], "--param agents=0: must be in 1..65536"),
     (["--agents", "17"], "--param agents=17: at most 16 agents are supported"),
     (["--skip", "nosuch"], "--skip nosuch: the spec has no invariant or property of that name "
                            "(it has: coherent, data_value, stale_copy_is_doomed)"),

@@ -28,7 +28,8 @@ def progress_enabled(mode: str) -> bool:
 
 def add_diagram_arg(p: argparse.ArgumentParser) -> None:
     """``--diagram DIR``: draw each counterexample as a message-sequence chart."""
-    p.add_argument("--diagram", metavar="DIR",
+    from coherence.commands.options import output_dir
+    p.add_argument("--diagram", type=output_dir, metavar="DIR",
                    help="draw each counterexample as a message-sequence chart (DOT/SVG/PNG) "
                         "into DIR")
 

@@ -21,21 +21,23 @@ SCHEMA_VERSION = 1
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
+    from coherence.commands.options import output_dir, positive_int
     add_spec_args(p)
     p.add_argument("--kind", choices=["fsm", "states", "trace"], required=True,
                    help="fsm: controller state machines; states: reachable state graph; "
                         "trace: message-sequence charts of counterexamples")
-    p.add_argument("--out", metavar="DIR", required=True, help="directory to write into")
+    p.add_argument("--out", type=output_dir, metavar="DIR", required=True,
+                   help="directory to write into")
     p.add_argument("--format", choices=["all", "dot"], default="all",
                    help="all: DOT, SVG and PNG (needs Graphviz's dot); dot: DOT only")
     p.add_argument("--trace", metavar="FILE",
                    help="(trace) a saved trace file (check --trace-out); without it the "
                         "spec is checked and each counterexample drawn")
-    p.add_argument("--max-nodes", type=int, default=None, metavar="N",
+    p.add_argument("--max-nodes", type=positive_int, default=None, metavar="N",
                    help="(states) draw at most N states (default 60)")
     p.add_argument("--symmetry", choices=["exact", "off"], default="exact",
                    help="(states, trace) symmetry reduction over agent ids (default: exact)")
-    p.add_argument("--max-states", type=int, metavar="N",
+    p.add_argument("--max-states", type=positive_int, metavar="N",
                    help="(trace without --trace) stop checking after N states")
     p.add_argument("--skip", action="append", default=[], metavar="NAME",
                    help="(trace without --trace) do not check this property (repeatable)")
@@ -47,8 +49,6 @@ def run(args: argparse.Namespace) -> int:
     from coherence.commands.common import load_model
 
     formats = ("dot", "svg", "png") if args.format == "all" else ("dot",)
-    if args.max_nodes is not None and args.max_nodes < 1:
-        raise SpecError(f"--max-nodes must be at least 1, got {args.max_nodes}")
     if args.kind == "trace" and args.trace:
         return _saved_trace(args, formats)
     model = load_model(args)
@@ -99,11 +99,11 @@ def _states(args: argparse.Namespace, model: Any, doc: dict[str, Any],
 
 def _checked_trace(args: argparse.Namespace, model: Any, doc: dict[str, Any],
                    formats: tuple[str, ...]) -> int:
-    from coherence.engines import check
-    from coherence.results import CheckOptions
     from coherence.commands.common import progress_enabled
     from coherence.commands.report import live_progress
     from coherence.diagrams.msc import draw_failures
+    from coherence.engines import check
+    from coherence.results import CheckOptions
     from coherence.spec.select import drop_properties
     model = drop_properties(model, args.skip)
     with live_progress(progress_enabled(args.progress) and not args.json) as progress:

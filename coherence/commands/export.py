@@ -20,10 +20,12 @@ HELP = ("write the spec as a Murphi model (for Rumur) or a Promela model (for Sp
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
+    from coherence.commands.options import output_file
     add_spec_args(p)
     p.add_argument("--to", choices=["murphi", "promela"], default="murphi",
                    help="target language")
-    p.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
+    p.add_argument("-o", "--output", type=output_file, metavar="FILE",
+                   help="write here (default: stdout)")
     p.add_argument("--skip", action="append", default=[], metavar="NAME",
                    help="leave this invariant out (repeatable)")
     p.add_argument("--cross-check", choices=["off", "heuristic", "exhaustive"], nargs="?",
@@ -40,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
         print("coherence export: error: Spin has no symmetry reduction: use --cross-check "
               "(or --cross-check off) with --to promela", file=sys.stderr)
         return 2
+    _check_output(args.output, args.spec)
     model = load_model(args)
     monitors = [p.name for p in model.properties if p.kind == "coherence"]
     model = drop_properties(model, [*args.skip, *[m for m in monitors if m not in args.skip]])
@@ -50,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         from coherence.export.murphi import to_murphi
         text = to_murphi(model)
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        _write_output(args.output, text)
     elif not args.cross_check:
         sys.stdout.write(text)
     doc: dict[str, Any] = {"spec": args.spec, "to": args.to, "output": args.output,
@@ -76,10 +79,33 @@ def run(args: argparse.Namespace) -> int:
     return int(doc["exit_code"])
 
 
+def _check_output(output: str | None, spec: str) -> None:
+    """Refuse to write over the spec being exported (the user's file would be lost)."""
+    from coherence.errors import NO_SPAN, SpecError
+    target = Path(output) if output else None
+    if target is not None and target.exists() and Path(spec).exists() and \
+            target.resolve() == Path(spec).resolve():
+        raise SpecError(f"-o {output}: is the spec being exported; choose another file", NO_SPAN)
+
+
+def _write_output(output: str, text: str) -> None:
+    """Write a regular file whole or not at all (through a temporary file beside it), so a
+    failure never leaves half a file where the user's was; anything else (a pipe, /dev/null)
+    is written directly."""
+    target = Path(output)
+    if target.exists() and not target.is_file():
+        with target.open("w", encoding="utf-8") as f:
+            f.write(text)
+        return
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(target)
+
+
 def _cross_check(model: Any, text: str, symmetry: str) -> dict[str, Any]:
     from coherence.engines import check
-    from coherence.results import CheckOptions
     from coherence.export.rumur import run_rumur
+    from coherence.results import CheckOptions
 
     ours = check(model, CheckOptions(symmetry=symmetry != "off"))
     theirs = run_rumur(text, symmetry=symmetry, optimize=True)
@@ -102,8 +128,8 @@ def _cross_check_spin(model: Any, text: str) -> dict[str, Any]:
     import re
 
     from coherence.engines import check
-    from coherence.results import CheckOptions
     from coherence.export.spin import run_spin
+    from coherence.results import CheckOptions
 
     ours = check(model, CheckOptions(symmetry=False))
     theirs = run_spin(text, optimize=True)

@@ -15,20 +15,20 @@ from typing import Any
 
 from coherence.cli import add_spec_args, emit_json
 from coherence.commands.common import add_diagram_arg
-from coherence.errors import NO_SPAN, SpecError
 
 HELP = "random runs (Hypothesis) with the spec's invariants and a coherence oracle"
 SCHEMA_VERSION = 1
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
+    from coherence.commands.options import any_int, output_dir, output_file, positive_int
     from coherence.testing.fuzz import DEFAULT_BUDGET, DEFAULT_STEPS, SHRINKERS
     from coherence.testing.run import ORACLES
     add_spec_args(p)
-    p.add_argument("--seed", type=int, default=0, help="Hypothesis seed (default 0)")
-    p.add_argument("--budget", type=int, default=DEFAULT_BUDGET, metavar="N",
+    p.add_argument("--seed", type=any_int, default=0, help="Hypothesis seed (default 0)")
+    p.add_argument("--budget", type=positive_int, default=DEFAULT_BUDGET, metavar="N",
                    help=f"random runs (Hypothesis examples) to try (default {DEFAULT_BUDGET})")
-    p.add_argument("--steps", type=int, default=DEFAULT_STEPS, metavar="N",
+    p.add_argument("--steps", type=positive_int, default=DEFAULT_STEPS, metavar="N",
                    help=f"steps per run (default {DEFAULT_STEPS})")
     p.add_argument("--oracle", choices=ORACLES, default="coherence",
                    help="coherence: per-location coherence (default); sc: sequential "
@@ -37,13 +37,13 @@ def add_args(p: argparse.ArgumentParser) -> None:
                    help="replay: minimise the failing run by replay (fast, default); "
                         "hypothesis: Hypothesis's shrinker (slow on large configurations); "
                         "both; none")
-    p.add_argument("--database", metavar="DIR",
+    p.add_argument("--database", type=output_dir, metavar="DIR",
                    help="Hypothesis example database: failures saved there are replayed first")
     p.add_argument("--skip", action="append", default=[], metavar="NAME",
                    help="do not check this invariant (repeatable)")
     p.add_argument("--progress", choices=["auto", "always", "never"], default="auto",
                    help="live progress line on stderr (auto: when stderr is a terminal)")
-    p.add_argument("--trace-out", metavar="FILE",
+    p.add_argument("--trace-out", type=output_file, metavar="FILE",
                    help="save the failing trace as JSON (for `coherence diagram`)")
     add_diagram_arg(p)
 
@@ -53,9 +53,6 @@ def run(args: argparse.Namespace) -> int:
     from coherence.spec.select import drop_properties
     from coherence.testing.fuzz import fuzz
 
-    for name in ("budget", "steps"):
-        if getattr(args, name) < 1:
-            raise SpecError(f"--{name} must be at least 1, got {getattr(args, name)}", NO_SPAN)
     model = drop_properties(load_model(args), args.skip)
     with _live(progress_enabled(args.progress) and not args.json, args.budget) as progress:
         result = fuzz(model, seed=args.seed, budget=args.budget, steps=args.steps,

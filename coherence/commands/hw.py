@@ -18,17 +18,25 @@ DEFAULT_MODELS = ["specs/broadcast_invalidate.coh", "specs/broadcast_invalidate_
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
+    from coherence.commands.options import (
+        any_int,
+        nonnegative_int,
+        output_dir,
+        output_file,
+        positive_int,
+    )
     sub = p.add_subparsers(dest="hw_verb", metavar="ACTION", parser_class=type(p))
     sub.required = True
     r = sub.add_parser("run", help="run litmus tests and variants on this machine's GPU")
     r.add_argument("tests", nargs="*", default=["all"], metavar="TEST",
                    help="litmus files or catalogue names (default: all)")
     r.add_argument("--variant", "-V", action="append", default=[], metavar="NAME")
-    r.add_argument("--launches", type=int, default=20, help="launches per variant")
-    r.add_argument("--stress-iters", type=int, default=64)
-    r.add_argument("--seed", type=int, default=1)
-    r.add_argument("--out", metavar="FILE", help="results JSON (default: results/hw-DATE.json)")
-    r.add_argument("--keep-build", metavar="DIR",
+    r.add_argument("--launches", type=positive_int, default=20, help="launches per variant")
+    r.add_argument("--stress-iters", type=nonnegative_int, default=64)
+    r.add_argument("--seed", type=any_int, default=1)
+    r.add_argument("--out", type=output_file, metavar="FILE",
+                   help="results JSON (default: results/hw-DATE.json)")
+    r.add_argument("--keep-build", type=output_dir, metavar="DIR",
                    help="keep each variant's CUDA source, cubin and SASS under DIR")
     r.add_argument("--json", action="store_true")
     r.set_defaults(run=run_hw)
@@ -40,13 +48,14 @@ def add_args(p: argparse.ArgumentParser) -> None:
     rep.add_argument("--core", choices=["blocking", "pipelined"], default="pipelined",
                      help="processor model the protocol models run with (see coherence "
                           "litmus --core; default pipelined, as GPU SMs issue)")
-    rep.add_argument("--out-dir", metavar="DIR", help="write report.md and report.png here")
+    rep.add_argument("--out-dir", type=output_dir, metavar="DIR",
+                     help="write report.md and report.png here")
     rep.add_argument("--json", action="store_true")
     rep.set_defaults(run=report)
     b = sub.add_parser("bench", help="copy bandwidth and latencies beside the seed's claims")
-    b.add_argument("--repeats", type=int, default=5)
+    b.add_argument("--repeats", type=positive_int, default=5)
     b.add_argument("--quick", action="store_true", help="smaller sizes (for tests)")
-    b.add_argument("--out", metavar="FILE")
+    b.add_argument("--out", type=output_file, metavar="FILE")
     b.add_argument("--json", action="store_true")
     b.set_defaults(run=bench)
 

@@ -13,6 +13,7 @@ HELP = "run litmus programs on a protocol model: allowed outcomes vs sequential 
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
+    from coherence.commands.options import positive_int
     p.add_argument("spec", help="the protocol spec (.coh)")
     p.add_argument("tests", nargs="+", metavar="TEST",
                    help="litmus file or catalogue name (MP, SB, ...); 'all' for the catalogue")
@@ -25,7 +26,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
                    help="blocking: a thread waits for each operation; pipelined: later "
                         "accesses to other lines issue while earlier ones are outstanding, "
                         "up to an ordering point (a GPU SM's scoreboard). Default: blocking")
-    p.add_argument("--max-states", type=int, metavar="N",
+    p.add_argument("--max-states", type=positive_int, metavar="N",
                    help="stop a test's exploration after N states (result: incomplete)")
     p.add_argument("--outcomes", action="store_true",
                    help="list every allowed outcome, not only the condition's verdict")

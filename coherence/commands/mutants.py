@@ -11,8 +11,9 @@ HELP = "check every mutant spec in a directory: mutation score, counterexample l
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
+    from coherence.commands.options import int_at_least
     p.add_argument("directory", help="a directory of mutant specs (e.g. specs/mutants/)")
-    p.add_argument("--agents", "-n", type=int, metavar="N",
+    p.add_argument("--agents", "-n", type=int_at_least(1, 8), metavar="N",
                    help="override each mutant's AGENTS")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
 

@@ -12,22 +12,29 @@ HELP = "Z3: bounded model checking (--bmc K), k-induction (--induction K), proof
 
 def add_args(p: argparse.ArgumentParser) -> None:
     from coherence.commands.common import add_diagram_arg
+    from coherence.commands.options import (
+        agents_or_any,
+        nonnegative_int,
+        output_file,
+        positive_int,
+        positive_seconds,
+    )
     p.add_argument("spec", help="the protocol spec (.coh)")
     p.add_argument("--param", "-p", action="append", default=[], metavar="NAME=VALUE",
                    help="override a spec parameter (repeatable)")
-    p.add_argument("--agents", "-n", metavar="N|any",
+    p.add_argument("--agents", "-n", type=agents_or_any, metavar="N|any",
                    help="number of agents, or 'any' for a proof for every number of agents")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--bmc", type=int, metavar="K",
+    mode.add_argument("--bmc", type=nonnegative_int, metavar="K",
                       help="bounded model checking up to depth K (incremental)")
-    mode.add_argument("--induction", type=int, metavar="K",
+    mode.add_argument("--induction", type=positive_int, metavar="K",
                       help="k-induction with K steps (base case and inductive step)")
     p.add_argument("--all-failures", action="store_true",
                    help="BMC: keep going to depth K to find each property's first failure")
-    p.add_argument("--timeout", type=float, metavar="S",
+    p.add_argument("--timeout", type=positive_seconds, metavar="S",
                    help="give up after S seconds (reported as unknown, never as a pass)")
-    p.add_argument("--rlimit", type=int, metavar="N",
+    p.add_argument("--rlimit", type=positive_int, metavar="N",
                    help="bound each Z3 check by N of Z3's resource units instead of wall-clock "
                         "caps: the same verdict however loaded the machine is (unknown, never "
                         "a pass, when it runs out)")
@@ -35,7 +42,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
                    help="do not check for deadlock")
     p.add_argument("--skip", action="append", default=[], metavar="NAME",
                    help="do not check this invariant or property (repeatable)")
-    p.add_argument("--trace-out", metavar="FILE",
+    p.add_argument("--trace-out", type=output_file, metavar="FILE",
                    help="save the counterexample traces as JSON (for `coherence diagram`)")
     p.add_argument("--progress", choices=["auto", "always", "never"], default="auto",
                    help="one line per BMC depth on stderr (auto: when stderr is a terminal)")
@@ -43,17 +50,10 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
 
 def _agents(args: argparse.Namespace) -> tuple[int | None, bool]:
-    from coherence.errors import NO_SPAN, SpecError
-    if args.agents is None:
-        return None, False
+    """(the number of agents, if fixed; whether the proof is for every number)."""
     if args.agents == "any":
         return None, True
-    try:
-        n = int(args.agents)
-    except ValueError:
-        raise SpecError(f"--agents {args.agents!r}: expected a number or 'any'",
-                        NO_SPAN) from None
-    return n, False
+    return args.agents, False
 
 
 def run(args: argparse.Namespace) -> int:
@@ -63,8 +63,6 @@ def run(args: argparse.Namespace) -> int:
     from coherence.spec.select import drop_properties
 
     n, any_n = _agents(args)
-    if args.rlimit is not None and args.rlimit < 1:
-        raise SpecError("--rlimit N needs N >= 1", NO_SPAN)
     model = drop_properties(load_spec(args.spec, parse_overrides(args.param, n)), args.skip)
     show = progress_enabled(args.progress) and not args.json
     if any_n:
@@ -75,8 +73,6 @@ def run(args: argparse.Namespace) -> int:
         return _run_induction(args, model)
     if args.bmc is None:
         raise SpecError("say what to prove: --bmc K, --induction K, or --agents any", NO_SPAN)
-    if args.bmc < 0:
-        raise SpecError("--bmc K needs K >= 0", NO_SPAN)
     return _run_bmc(args, model, show)
 
 
@@ -105,12 +101,9 @@ def _run_bmc(args: argparse.Namespace, model: Any, show: bool) -> int:
 
 def _run_induction(args: argparse.Namespace, model: Any) -> int:
     from coherence.commands.common import draw_failures
-    from coherence.errors import NO_SPAN, SpecError
     from coherence.smt.induction import induction
     from coherence.smt.report import induction_json, print_induction
 
-    if args.induction < 1:
-        raise SpecError("--induction K needs K >= 1", NO_SPAN)
     result = induction(model, args.induction, deadlock=args.deadlock, timeout=args.timeout,
                        rlimit=args.rlimit)
     _save(args, model, result.failures, "prove --induction")

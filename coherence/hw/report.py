@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from coherence.errors import Span, SpecError
+from coherence.errors import Span, SpecError, read_source
 from coherence.litmus.catalogue import find_test
 from coherence.litmus.compare import Comparison, compare
 from coherence.litmus.model import model_overrides, program_key, run_on_model
@@ -24,9 +24,7 @@ SCHEMA = 1
 def load_results(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SpecError("no such results file", Span(str(path), 0, 0)) from None
+        doc = json.loads(read_source(p, "results"))
     except json.JSONDecodeError as e:
         raise SpecError(f"not JSON: {e.msg}", Span(str(path), e.lineno, e.colno)) from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA or "results" not in doc:

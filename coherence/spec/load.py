@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -73,10 +74,10 @@ def parse_overrides(items: list[str], agents: int | None = None) -> dict[str, in
         name, value = name.strip(), value.strip()
         if not sep or not name:
             raise SpecError(f"--param {item!r}: expected NAME=VALUE", NO_SPAN)
-        try:
-            out[name] = int(value)
-        except ValueError:
-            raise SpecError(f"--param {name}: {value!r} is not an integer", NO_SPAN) from None
+        # plain decimal digits only: int() would also take '1_0', ' 10' and non-ASCII digits
+        if re.fullmatch(r"[+-]?[0-9]{1,18}", value) is None:
+            raise SpecError(f"--param {name}: {value!r} is not an integer", NO_SPAN)
+        out[name] = int(value)
     if agents is not None:
         out["agents"] = agents
     return out
