@@ -71,6 +71,16 @@ class CheckOptions:
 
 
 @attrs.define
+class Coverage:
+    """How often one transition fired in the explored states (TLC's -coverage)."""
+
+    machine: str
+    transition: str  # as written: "on GetS in I", "rule SendInv"
+    location: str  # file:line:col
+    fired: int
+
+
+@attrs.define
 class CheckResult:
     spec: str
     params: dict[str, int]
@@ -87,6 +97,7 @@ class CheckResult:
     properties: list[str]
     notes: list[str] = attrs.Factory(list)
     vacuous: list[str] = attrs.Factory(list)  # what holds only because nothing happens
+    coverage: list[Coverage] | None = None  # per transition, from engines that count
     engine: str = "reference"
     threads: int = 1
 

@@ -86,3 +86,17 @@ def test_a_partial_search_claims_nothing_vacuous() -> None:
     model = load_spec_text(NEVER_MODIFIED, "never.coh")
     result = check(model, CheckOptions(max_depth=0))
     assert result.stopped and result.vacuous == []
+
+
+def test_coverage_marks_transitions_that_never_fire(capsys: pytest.CaptureFixture[str],
+                                                    tmp_path: Path) -> None:
+    spec = tmp_path / "never.coh"
+    spec.write_text(NEVER_MODIFIED)
+    assert main(["check", str(spec), "--coverage", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    fired = {c["transition"]: c["fired"] for c in doc["coverage"]}
+    assert fired == {"on Load in I": 2, "on Store in M": 0}
+    assert main(["check", str(spec), "--coverage"]) == 0
+    out = capsys.readouterr().out
+    assert "coverage: 1 of 2 transitions fired" in out
+    assert "never  C: on Store in M" in out

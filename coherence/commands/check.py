@@ -34,6 +34,9 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-depth", type=nonnegative_int, metavar="D", help="stop at depth D")
     p.add_argument("--no-deadlock", dest="deadlock", action="store_false",
                    help="do not report deadlocks")
+    p.add_argument("--coverage", action="store_true",
+                   help="list how often each transition fired; those that never fired in the "
+                        "reachable states are marked (as TLC's -coverage)")
     p.add_argument("--no-vacuity", dest="vacuity", action="store_false",
                    help="do not look for invariants that hold only because their premise is "
                         "never true")
@@ -98,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(doc)
     else:
-        print_check_result(model, result)
+        print_check_result(model, result, args.coverage)
         for f in diagrams:
             print(f"diagram: {f}")
     return result.exit_code

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import attrs
 from rich.live import Live
 from rich.text import Text
 
@@ -73,6 +74,8 @@ def result_json(result: CheckResult) -> dict[str, Any]:
         "properties": property_status(result),
         "notes": result.notes,
         "vacuous": result.vacuous,
+        "coverage": None if result.coverage is None else [
+            attrs.asdict(c) for c in result.coverage],
         "failures": [
             {"kind": f.kind, "property": f.name, "message": f.message, "length": f.length,
              "location": f.span, "trace": [s.to_json() for s in f.trace]}
@@ -82,7 +85,23 @@ def result_json(result: CheckResult) -> dict[str, Any]:
     }
 
 
-def print_check_result(model: Model, result: CheckResult) -> None:
+def print_coverage(result: CheckResult) -> None:
+    out = out_console()
+    if result.coverage is None:
+        out.print(f"coverage: not counted by the {result.engine} engine (use --engine "
+                  "reference)")
+        return
+    never = [c for c in result.coverage if c.fired == 0]
+    out.print(f"coverage: {len(result.coverage) - len(never)} of {len(result.coverage)} "
+              f"transitions fired" + (" in the explored states (partial search)"
+                                      if result.stopped else ""))
+    for c in result.coverage:
+        mark = "[red]never[/]" if c.fired == 0 else f"{c.fired:,}"
+        out.print(f"  {mark:>12}  {c.machine}: {c.transition}  ({c.location})")
+
+
+def print_check_result(model: Model, result: CheckResult,
+                       show_coverage: bool = False) -> None:
     out = out_console()
     threads = f", {result.threads} threads" if result.threads > 1 else ""
     out.print(f"[bold]coherence check[/] {model.file} ({params_text(model)}; "
@@ -109,6 +128,8 @@ def print_check_result(model: Model, result: CheckResult) -> None:
         out.print(f"[yellow]note[/]: {note}")
     for what in result.vacuous:
         out.print(f"[yellow]vacuous[/]: {what}", markup=True)
+    if show_coverage:
+        print_coverage(result)
     colour = {"holds": "green", "fails": "red", "incomplete": "yellow"}[result.verdict]
     verdict = result.verdict.upper()
     if result.stopped:

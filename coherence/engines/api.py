@@ -44,6 +44,9 @@ class RawResult:
     stopped: str | None
     threads: int = 1
     notes: list[str] = attrs.Factory(list)
+    # (machine, transition index) -> times it fired (with or without a model error), for
+    # --coverage; None from an engine that does not count
+    coverage: dict[tuple[str, int], int] | None = None
 
 
 class NotSymmetric(Exception):

@@ -19,7 +19,7 @@ from coherence.engines.api import Engine, NotSymmetric, RawFailure, RawResult
 from coherence.engines.size import refuse_absurd
 from coherence.failures import DEADLOCK, key_name, outcome_keys, violation_key
 from coherence.layout import Layout
-from coherence.results import CheckOptions, CheckResult, Failure, FailureKey
+from coherence.results import CheckOptions, CheckResult, Coverage, Failure, FailureKey
 from coherence.semantics import Semantics, State
 from coherence.symmetry import Symmetry
 from coherence.trace import Step, TraceReplayError, describe
@@ -107,7 +107,26 @@ def _finish(engine: Engine, sem: Semantics, layout: Layout, options: CheckOption
         peak_memory_bytes=raw.peak_memory_bytes, bytes_per_state=raw.bytes_per_state,
         failures=failures, stopped=raw.stopped, properties=property_names(model),
         notes=[*notes, *raw.notes], vacuous=vacuous(raw, witnesses), engine=engine.name,
-        threads=raw.threads)
+        threads=raw.threads, coverage=coverage(model, raw))
+
+
+def transition_label(t: ir.Transition) -> str:
+    states = f" in {', '.join(t.states)}" if t.states else ""
+    if t.kind == "rule":
+        return f"rule {t.name}{states}"
+    return f"on {t.name}{states}"
+
+
+def coverage(model: ir.Model, raw: RawResult) -> list[Coverage] | None:
+    if raw.coverage is None:
+        return None
+    # a transition taking an atomic-bus message runs inside its sender's step: not counted
+    bus = {msg.name for msg in model.messages
+           if model.network(msg.network).ordering == "bus"}
+    return [Coverage(m.name, transition_label(t), str(t.span),
+                     raw.coverage.get((m.name, t.index), 0))
+            for m in model.machines for t in m.transitions
+            if not t.stall and not (t.kind == "message" and t.name in bus)]
 
 
 def symmetry_is_sound(sem: Semantics, sym: Symmetry, limit: int = AUDITED_STATES) -> bool:

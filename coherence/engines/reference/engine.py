@@ -9,6 +9,7 @@ verdicts belong to the driver (``coherence.engines.driver``), shared by all engi
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
 
 from coherence import ir
@@ -49,6 +50,7 @@ class _Search:
         self.store = PackedStore(self.nbytes)
         self.first: dict[FailureKey, int] = {}
         self.rules = 0
+        self.fired: Counter[tuple[str, int]] = Counter()
 
     def key_of(self, state: State) -> bytes:
         return self.layout.pack(state).to_bytes(self.nbytes, "little")
@@ -101,6 +103,7 @@ class _Search:
                     self.record(violation_key(p), idx)
                 for out in outcomes:
                     self.rules += 1
+                    self.fired[out.action.machine, out.action.transition] += 1
                     if out.error is not None:
                         for k in outcome_keys(out):
                             self.record(k, idx)
@@ -147,4 +150,4 @@ class _Search:
             states=n, rules_fired=self.rules, depth=depth, seconds=seconds,
             peak_memory_bytes=max(peak_rss_bytes(), mem0),
             bytes_per_state=store.nbytes() / n if n else 0.0,
-            failures=failures, stopped=stopped, threads=1)
+            failures=failures, stopped=stopped, threads=1, coverage=dict(self.fired))
