@@ -753,8 +753,9 @@ int co_run(const co_options *options) {
                 break;
     }
     if (started < S.opt.threads) { /* run with the threads we got */
-        S.barrier.count = started;
-        S.opt.threads = started;
+        pthread_mutex_lock(&S.barrier.mutex);
+        S.barrier.count = started; /* thread 0 has not arrived: no round can be complete */
+        pthread_mutex_unlock(&S.barrier.mutex);
     }
     worker((void *)(intptr_t)0);
     for (int t = 1; t < started; t++) pthread_join(threads[t], NULL);
