@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from importlib.resources import files
@@ -12,7 +13,11 @@ import jsonschema
 import pytest
 
 from coherence.cli import main
+from coherence.results import Progress
 
+SPECS = Path(__file__).resolve().parent.parent / "specs"
+LITERAL = str(SPECS / "broadcast_invalidate.coh")
+ACKED = str(SPECS / "broadcast_invalidate_acked.coh")
 SCHEMA = json.loads(files("coherence.schemas").joinpath("check.json").read_text())
 
 
@@ -24,7 +29,7 @@ def run_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, 
 
 
 def test_literal_fails_with_json(capsys: pytest.CaptureFixture[str]) -> None:
-    rc, doc = run_json(["specs/broadcast_invalidate.coh", "--agents", "2", "--skip", "coherent"],
+    rc, doc = run_json([LITERAL, "--agents", "2", "--skip", "coherent"],
                        capsys)
     assert rc == 1 and doc["verdict"] == "fails" and doc["exit_code"] == 1
     assert doc["stats"]["states"] == 322
@@ -35,20 +40,20 @@ def test_literal_fails_with_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_acked_holds_with_json(capsys: pytest.CaptureFixture[str]) -> None:
-    rc, doc = run_json(["specs/broadcast_invalidate_acked.coh", "-n", "2"], capsys)
+    rc, doc = run_json([ACKED, "-n", "2"], capsys)
     assert rc == 0 and doc["verdict"] == "holds"
     assert doc["stats"]["states"] == 2804 and doc["symmetry"] == "exact"
     assert set(doc["properties"].values()) == {"holds"}
 
 
 def test_no_symmetry_flag(capsys: pytest.CaptureFixture[str]) -> None:
-    _, doc = run_json(["specs/broadcast_invalidate_acked.coh", "-n", "2", "--no-symmetry"],
+    _, doc = run_json([ACKED, "-n", "2", "--no-symmetry"],
                       capsys)
     assert doc["symmetry"] == "off" and doc["stats"]["states"] == 5596
 
 
 def test_incomplete_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
-    rc, doc = run_json(["specs/broadcast_invalidate_acked.coh", "-n", "3", "--max-states", "50"],
+    rc, doc = run_json([ACKED, "-n", "3", "--max-states", "50"],
                        capsys)
     assert rc == 3 and doc["verdict"] == "incomplete"
     assert doc["stopped"] == "--max-states 50 reached"
@@ -56,7 +61,7 @@ def test_incomplete_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_human_output(capsys: pytest.CaptureFixture[str]) -> None:
-    rc = main(["check", "specs/broadcast_invalidate.coh", "-n", "2", "--skip", "coherent"])
+    rc = main(["check", LITERAL, "-n", "2", "--skip", "coherent"])
     out = capsys.readouterr().out
     assert rc == 1
     assert "FAIL stale_copy_is_doomed (invariant)" in out
@@ -66,24 +71,55 @@ def test_human_output(capsys: pytest.CaptureFixture[str]) -> None:
     assert "322 states" in out and "bytes/state" in out and "peak memory" in out
 
 
-def test_progress_line_goes_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:
-    # --progress always forces the live line even when stderr is not a terminal
+def test_progress_reports_reach_the_callback() -> None:
     from coherence.engines import check
     from coherence.results import CheckOptions
     from coherence.spec.load import load_spec
 
-    seen = []
-    check(load_spec("specs/broadcast_invalidate_acked.coh", {"agents": 2}),
-          CheckOptions(progress=seen.append, progress_every=0.0))
-    assert seen and seen[-1].states > 0 and seen[-1].depth >= 0
-    assert main(["check", "specs/broadcast_invalidate_acked.coh", "-n", "2",
+    seen: list[Progress] = []
+    result = check(load_spec(ACKED, {"agents": 2}),
+                   CheckOptions(progress=seen.append, progress_every=0.0))
+    assert len(seen) > 100  # one per expanded state with progress_every=0
+    assert [p.states for p in seen] == sorted(p.states for p in seen)
+    assert [p.depth for p in seen] == sorted(p.depth for p in seen)
+    assert seen[-1].states == result.states == 2804 and seen[-1].depth == result.depth
+
+
+PROGRESS_LINE = re.compile(r"states [\d,]+  frontier [\d,]+  depth \d+  rules [\d,]+  "
+                           r"[\d,]+ states/s  \d+s")
+
+
+def test_progress_line_goes_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    # --progress always forces the line even when stderr is not a terminal (here: captured)
+    from coherence.commands.report import live_progress
+
+    with live_progress(True) as update:
+        assert update is not None
+        update(Progress(states=1234, frontier=56, depth=7, rules=8901, elapsed=2.0))
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == "states 1,234  frontier 56  depth 7  rules 8,901  617 states/s  2s\n"
+    assert PROGRESS_LINE.fullmatch(captured.err.strip())
+    with live_progress(False) as update:
+        assert update is None
+
+
+def test_progress_flag_keeps_stdout_clean(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", ACKED, "-n", "2",
                  "--progress", "always"]) == 0
+    captured = capsys.readouterr()
+    assert "verdict: HOLDS" in captured.out and "frontier" not in captured.out
+    # how many lines depends on the speed (one per 0.5 s); each is a progress line
+    assert all(PROGRESS_LINE.fullmatch(line) for line in captured.err.splitlines())
+    assert main(["check", ACKED, "-n", "2",
+                 "--progress", "never"]) == 0
+    assert capsys.readouterr().err == ""
 
 
 def test_trace_out_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from coherence.traces_io import load_traces
     path = tmp_path / "traces.json"
-    main(["check", "specs/broadcast_invalidate.coh", "-n", "2", "--skip", "coherent",
+    main(["check", LITERAL, "-n", "2", "--skip", "coherent",
           "--trace-out", str(path)])
     doc = load_traces(path)
     assert [t["property"] for t in doc["traces"]] == ["data_value", "stale_copy_is_doomed"]
@@ -92,7 +128,7 @@ def test_trace_out_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 
 def test_console_script_runs() -> None:
     proc = subprocess.run([sys.executable, "-m", "coherence.cli", "check",
-                           "specs/broadcast_invalidate_acked.coh", "--agents", "2"],
+                           ACKED, "--agents", "2"],
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     assert "verdict: HOLDS" in proc.stdout
