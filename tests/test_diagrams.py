@@ -22,12 +22,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coherence.engines import check
-from coherence.results import CheckOptions
 from coherence.cli import main
 from coherence.diagrams import bundled, fsm, msc, states
 from coherence.diagrams.pretty import Printer, paths
 from coherence.diagrams.render import write
+from coherence.engines import check
+from coherence.results import CheckOptions
 from coherence.semantics import Semantics
 from coherence.spec.load import load_spec
 from coherence.trace import replay_actions
@@ -287,7 +287,7 @@ def test_trace_kind_without_file_checks(tmp_path: Path,
     ('{"format": "coherence-traces/1", "traces": [{"property": "p"}]}', "not a valid trace"),
     ('{"format": "coherence-traces/1", "params": {"agents": 2}, "traces": [{"property": "p", '
      '"kind": "invariant", "message": "m", "steps": [{"index": 1, "actor": "CPU[0]", '
-     '"event": "Load", "changes": [], "action": {}}]}]}', "is not a machine of this spec"),
+     '"event": "Load", "changes": [], "action": {}}]}]}', "does not fit"),
 ])
 def test_bad_trace_files_are_located_errors(tmp_path: Path, content: str, expected: str,
                                             capsys: pytest.CaptureFixture[str]) -> None:
@@ -297,6 +297,23 @@ def test_bad_trace_files_are_located_errors(tmp_path: Path, content: str, expect
                str(bad), "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert rc == 2 and f"{bad}:" in err and expected in err and "Traceback" not in err
+
+
+def test_a_saved_trace_is_replayed_on_the_spec_before_it_is_drawn(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A counterexample of the seed's literal scheme does not replay on the acknowledged
+    scheme, which fixes it: it must not be drawn there as if it failed."""
+    saved = tmp_path / "t.json"
+    seed = str(ROOT / "specs" / "broadcast_invalidate.coh")
+    acked = str(ROOT / "specs" / "broadcast_invalidate_acked.coh")
+    assert main(["check", seed, "-n", "2", "--skip", "coherent", "--trace-out",
+                 str(saved), "--json"]) == 1
+    capsys.readouterr()
+    assert main(["diagram", acked, "--kind", "trace", "--trace", str(saved), "--out",
+                 str(tmp_path / "o"), "--format", "dot"]) == 2
+    err = capsys.readouterr().err
+    assert "does not replay on" in err and "is not enabled" in err
+    assert not (tmp_path / "o").exists() or not list((tmp_path / "o").iterdir())
 
 
 @pytest.mark.parametrize("argv", [

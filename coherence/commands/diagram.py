@@ -15,6 +15,7 @@ from typing import Any
 
 from coherence.cli import EXIT_HOLDS, EXIT_INCOMPLETE, add_spec_args, emit_json
 from coherence.errors import Span, SpecError
+from coherence.trace import TraceReplayError
 
 HELP = "draw controller FSMs, the reachable state graph, or counterexample charts"
 SCHEMA_VERSION = 1
@@ -124,8 +125,47 @@ def _checked_trace(args: argparse.Namespace, model: Any, doc: dict[str, Any],
                  + ", ".join(f.name for f in result.failures))
 
 
+def replay_saved(model: Any, saved: dict[str, Any]) -> Any:
+    """NOTE(replay): a saved trace is drawn only if its actions replay on this spec, from its
+    initial state, and end where the saved property fails; it is drawn as replayed."""
+    from coherence.results import Failure
+    from coherence.semantics import Semantics
+    from coherence.trace import Step, action_from_json, describe
+    sem = Semantics(model)
+    state = sem.initial_states()[0]
+    steps = []
+    error = None
+    for i, step in enumerate(saved["steps"], 1):
+        if error is not None:
+            raise TraceReplayError(f"step {i} comes after the model error of step {i - 1}")
+        if not isinstance(step, Step):
+            step = Step.from_json(step)
+        out = sem.execute(state, action_from_json(step.action))
+        if out is None:
+            raise TraceReplayError(f"step {i} ({step.actor}: {step.event}) is not enabled")
+        steps.append(describe(sem, i, state, out))
+        error = out.error
+        if out.state is not None:
+            state = out.state
+    kind, name = saved["kind"], saved["property"]
+    if kind in ("error", "coherence"):
+        shown = error is not None
+    elif kind == "deadlock":
+        shown = error is None and sem.is_deadlock(state, *sem.enabled(state))
+    elif kind == "no-transition":
+        shown = error is None and any(v.name == name for v in sem.no_transitions(state))
+    else:
+        shown = error is None and any(
+            v.name == name for v in sem.invariant_violations(state))
+    if not shown:
+        raise TraceReplayError(f"it replays, but {name} ({kind}) does not fail at its end")
+    message = steps[-1].error if error is not None and steps[-1].error else saved.get(
+        "message", name)
+    return Failure(kind, name, message, steps)
+
+
 def _saved_trace(args: argparse.Namespace, formats: tuple[str, ...]) -> int:
-    from coherence.diagrams.msc import as_failure, chart, draw_failures
+    from coherence.diagrams.msc import draw_failures
     from coherence.spec.load import load_spec, parse_overrides
     from coherence.traces_io import load_traces
     where = Span(args.trace, 1, 1)
@@ -140,13 +180,17 @@ def _saved_trace(args: argparse.Namespace, formats: tuple[str, ...]) -> int:
         raise SpecError(f"not a valid trace file ({type(e).__name__}: {e})", where) from None
     overrides.update(parse_overrides(args.param, args.agents))
     model = load_spec(args.spec, overrides)
+    replayed = []
     for t in traces:
         try:
-            chart(model, as_failure(t), source)
-        except (KeyError, TypeError, ValueError) as e:
+            replayed.append(replay_saved(model, t))
+        except (KeyError, TypeError, ValueError, IndexError) as e:
             raise SpecError(f"trace of {t.get('property', '?')!r} does not fit "
                             f"{args.spec}: {e}", where) from None
-    files = draw_failures(args.out, model, traces, source, formats) if traces else []
+        except TraceReplayError as e:
+            raise SpecError(f"trace of {t.get('property', '?')!r} does not replay on "
+                            f"{args.spec}: {e}", where) from None
+    files = draw_failures(args.out, model, replayed, source, formats) if traces else []
     doc: dict[str, Any] = {"schema": SCHEMA_VERSION, "tool": "coherence diagram",
                            "kind": "trace", "spec": model.file, "trace_file": args.trace,
                            "params": {p.name: p.value for p in model.params},
