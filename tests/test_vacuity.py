@@ -100,3 +100,27 @@ def test_coverage_marks_transitions_that_never_fire(capsys: pytest.CaptureFixtur
     out = capsys.readouterr().out
     assert "coverage: 1 of 2 transitions fired" in out
     assert "never  C: on Store in M" in out
+
+
+def test_the_prover_says_when_there_is_nothing_to_prove(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    spec = tmp_path / "nop.coh"
+    spec.write_text("param agents = 2;\n"
+                    "cache machine C { stable state I; init I; rule go { goto I; } }\n")
+    assert main(["prove", str(spec), "--agents", "any"]) == 0
+    assert "note: nothing to prove" in capsys.readouterr().err
+    assert main(["prove", str(spec), "--agents", "any", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["nothing_to_prove"] is True
+    german = str(ROOT / "specs" / "german.coh")
+    assert main(["prove", german, "--agents", "2", "--bmc", "1", "--skip", "coherent",
+                 "--json"]) == 3  # bounded: nothing failed up to depth 1
+    assert json.loads(capsys.readouterr().out)["nothing_to_prove"] is False
+
+
+def test_a_spec_without_machines_is_an_error(capsys: pytest.CaptureFixture[str],
+                                             tmp_path: Path) -> None:
+    for text in ("", "// comments only\n", "param agents = 2;\ninvariant t: true;\n"):
+        spec = tmp_path / "none.coh"
+        spec.write_text(text)
+        assert main(["check", str(spec)]) == 2
+        assert "none.coh:1:1: error: the spec has no machine" in capsys.readouterr().err

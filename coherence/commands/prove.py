@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from coherence.cli import emit_json
@@ -56,6 +57,15 @@ def _agents(args: argparse.Namespace) -> tuple[int | None, bool]:
     return args.agents, False
 
 
+NOTHING_TO_PROVE = ("nothing to prove: the spec states no invariant and no property (after "
+                    "--skip); a proof only shows that no model error can occur")
+
+
+def _vacuity(model: Any, doc: dict[str, Any]) -> dict[str, Any]:
+    doc["nothing_to_prove"] = not model.invariants and not model.properties
+    return doc
+
+
 def run(args: argparse.Namespace) -> int:
     from coherence.commands.common import progress_enabled
     from coherence.errors import NO_SPAN, SpecError
@@ -64,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
 
     n, any_n = _agents(args)
     model = drop_properties(load_spec(args.spec, parse_overrides(args.param, n)), args.skip)
+    if not model.invariants and not model.properties and not args.json:
+        print(f"note: {NOTHING_TO_PROVE}", file=sys.stderr)
     show = progress_enabled(args.progress) and not args.json
     if any_n:
         if args.bmc is not None:
@@ -91,7 +103,7 @@ def _run_bmc(args: argparse.Namespace, model: Any, show: bool) -> int:
                  progress=progress if show else None)
     _save(args, model, result.failures, "prove --bmc")
     if args.json:
-        emit_json(bmc_json(model, result))
+        emit_json(_vacuity(model, bmc_json(model, result)))
     else:
         print_bmc(model, result)
         for f in draw_failures(args, model, result.failures, "prove --bmc"):
@@ -108,7 +120,7 @@ def _run_induction(args: argparse.Namespace, model: Any) -> int:
                        rlimit=args.rlimit)
     _save(args, model, result.failures, "prove --induction")
     if args.json:
-        emit_json(induction_json(model, result))
+        emit_json(_vacuity(model, induction_json(model, result)))
     else:
         print_induction(model, result)
         for f in draw_failures(args, model, result.failures, "prove --induction"):
@@ -124,7 +136,7 @@ def _run_param(args: argparse.Namespace, model: Any) -> int:
     result = prove_all(model, timeout=args.timeout, rlimit=args.rlimit)
     _save(args, model, result.failures, "prove --agents any")
     if args.json:
-        emit_json(param_json(model, result))
+        emit_json(_vacuity(model, param_json(model, result)))
     else:
         print_param(model, result)
         for f in draw_failures(args, model, result.failures, "prove --agents any"):

@@ -138,6 +138,11 @@ class _Lowerer:
         invariants = tuple(self.invariant_decl(n) for n in by_kind.get("invariant_decl", []))
         properties = tuple(self.property_decl(n) for n in by_kind.get("property_decl", []))
         self.check_message_handlers()
+        if not machine_nodes:
+            # NOTE(vacuity): with no machine nothing can happen, and every property would
+            # "hold" of the one initial state
+            raise self.error("the spec has no machine: declare a `cache machine` and/or a "
+                             "`home machine` (docs/language.md)", Span(self.file, 1, 1))
         return ir.Model(
             file=self.file,
             params=tuple(self.params.values()),

@@ -15,7 +15,7 @@ MAX_LOAD = 0.6
 
 
 class PackedStore:
-    def __init__(self, width: int, capacity: int = 1 << 12) -> None:
+    def __init__(self, width: int, capacity: int = 64) -> None:
         self.width = width
         self.data = bytearray()
         self.parents = array("i")
