@@ -38,6 +38,7 @@ class BmcResult:
     groups: dict[str, int]  # "kind:name" -> first failing depth
     reason: str | None = None  # why unknown
     seconds: float = 0.0
+    resources: int = 0  # Z3's resource units (rlimit) used by the checks
 
     @property
     def first_failing_depth(self) -> int | None:
@@ -54,10 +55,12 @@ def group_key(g: Group) -> str:
 
 def bmc(model: ir.Model, max_depth: int, *, deadlock: bool = True, all_failures: bool = False,
         timeout: float | None = None, rlimit: int | None = None,
+        rlimit_total: int | None = None,
         progress: Callable[[DepthStat], None] | None = None) -> BmcResult:
     """Check every failure group at depths 0..max_depth. ``timeout`` caps the run in seconds;
-    ``rlimit`` bounds each check by Z3's deterministic resource count (the same answer on a
-    loaded machine: tests use it). Either one running out is an unknown, never a pass."""
+    ``rlimit`` bounds each check, ``rlimit_total`` all of them together, by Z3's deterministic
+    resource count (the same answer on a loaded machine: tests use it). Any of them running
+    out is an unknown, never a pass."""
     start = time.perf_counter()
     enc = Encoder(model)
     system = System(enc, deadlock)
@@ -72,6 +75,7 @@ def bmc(model: ir.Model, max_depth: int, *, deadlock: bool = True, all_failures:
     failures: list[Failure] = []
     depths: list[DepthStat] = []
     verdict, reason = "bounded", None
+    used = 0
     for k in range(max_depth + 1):
         t0 = time.perf_counter()
         if k > 0:
@@ -89,7 +93,14 @@ def bmc(model: ir.Model, max_depth: int, *, deadlock: bool = True, all_failures:
                     verdict, reason = "unknown", f"--timeout {timeout:g} s reached"
                     break
                 solver.set("timeout", max(1, int(left * 1000)))
+            if rlimit_total is not None:
+                if used >= rlimit_total:
+                    verdict, reason = "unknown", f"resource budget of {rlimit_total} reached"
+                    break
+                solver.set("rlimit", min(rlimit or rlimit_total, rlimit_total - used))
+            before = _resources(solver)
             answer = solver.check(lit)
+            used += max(0, _resources(solver) - before)
             if answer == z3.unknown:
                 verdict, reason = "unknown", f"Z3 answered unknown ({solver.reason_unknown()})"
                 break
@@ -112,7 +123,15 @@ def bmc(model: ir.Model, max_depth: int, *, deadlock: bool = True, all_failures:
     failures.sort(key=lambda f: f.length)
     return BmcResult(verdict, depths[-1].depth if depths else -1, depths, failures,
                      {group_key(g): d for g, d in found.items()}, reason,
-                     time.perf_counter() - start)
+                     time.perf_counter() - start, used)
+
+
+def _resources(solver: Any) -> int:
+    """Z3's resource count so far (its context's: it grows by what each check uses)."""
+    try:
+        return int(solver.statistics().get_key_value("rlimit count"))
+    except z3.Z3Exception:  # no check has run yet
+        return 0
 
 
 _ = System

@@ -835,10 +835,11 @@ def _settle(model: ir.Model, q: Query, shared: Any,
 
 def _refute(model: ir.Model, depth: int, budget: Budget) -> ParamResult | None:
     """Look for a concrete counterexample at 2 and 3 agents (BMC, replayed), in at most
-    REFUTE_SECONDS from now (or, with ``rlimit``, with each check bounded by it)."""
+    REFUTE_SECONDS from now (with ``rlimit``: its REFUTE share of units for both sizes)."""
     from coherence.smt.bmc import bmc
     from coherence.spec.load import rebind
     start = time.perf_counter()
+    units = None if budget.rlimit is None else int(budget.rlimit * REFUTE_SECONDS / QUERY_SECONDS)
     for n in (2, 3):
         left = budget.seconds(REFUTE_SECONDS - (time.perf_counter() - start))
         try:
@@ -846,7 +847,10 @@ def _refute(model: ir.Model, depth: int, budget: Budget) -> ParamResult | None:
         except SpecError:  # the spec's agents range may exclude n
             continue
         result = bmc(instance, depth, deadlock=False,
-                     timeout=None if left is None else max(0.1, left), rlimit=budget.rlimit)
+                     timeout=None if left is None else max(0.1, left), rlimit=budget.rlimit,
+                     rlimit_total=units)
+        if units is not None:
+            units = max(1, units - result.resources)
         if result.verdict == "fails":
             return ParamResult("fails", [], [], result.failures, n, [], None,
                                time.perf_counter() - budget.start)
