@@ -14,6 +14,7 @@ HELP = "measure performance (ratios against a baseline run side by side)"
 # kind -> module; each back end registers its own benchmarks here (one line each).
 BENCHES: dict[str, str] = {
     "check": "coherence.bench_check",
+    "engines": "coherence.engines.bench",
     "fuzz": "coherence.bench_fuzz",
     "prove": "coherence.bench_prove",
 }

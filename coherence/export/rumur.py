@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
@@ -38,8 +39,10 @@ def rumur_available() -> bool:
 
 
 def run_rumur(murphi: str, symmetry: str = "off", optimize: bool = False,
-              threads: int = 1, timeout: float = 600.0) -> RumurResult:
-    """Check ``murphi`` with Rumur. ``optimize`` compiles with -O2 (slow to build, for timing)."""
+              threads: int = 1, timeout: float = 600.0,
+              cflags: Sequence[str] = ()) -> RumurResult:
+    """Check ``murphi`` with Rumur. ``optimize`` compiles with -O2 (slow to build, for timing);
+    ``cflags`` come last on cc's command line (``-O3`` for ``coherence bench engines``)."""
     if symmetry not in SYMMETRY:
         raise ValueError(f"symmetry must be one of {SYMMETRY}")
     if not rumur_available():
@@ -52,7 +55,7 @@ def run_rumur(murphi: str, symmetry: str = "off", optimize: bool = False,
               "--threads", str(threads), "--colour", "off", "--output", str(d / "model.c"),
               str(d / "model.m")], timeout)
         _run(["cc", "-O2" if optimize else "-O0", "-std=c11", "-mcx16", "-pthread", "-w",
-              "-o", str(d / "verifier"), str(d / "model.c")], timeout)
+              *cflags, "-o", str(d / "verifier"), str(d / "model.c")], timeout)
         t1 = time.perf_counter()
         proc = subprocess.run([str(d / "verifier")], capture_output=True, text=True,
                               timeout=timeout, check=False)

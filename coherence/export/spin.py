@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import attrs
@@ -49,8 +50,16 @@ def spin_available() -> bool:
 
 
 def run_spin(promela: str, max_depth: int = 2_000_000, optimize: bool = False,
-             memory_mb: int = 2048, timeout: float = 600.0) -> SpinResult:
-    """Check ``promela`` with Spin. ``optimize`` builds with -O2 (slower build, for timing)."""
+             memory_mb: int = 2048, timeout: float = 600.0, ncore: int = 1,
+             cflags: Sequence[str] = (), pan_args: Sequence[str] = ()) -> SpinResult:
+    """Check ``promela`` with Spin. ``optimize`` builds with -O2 (slower build, for timing);
+    ``cflags`` and ``pan_args`` come last on gcc's and pan's command lines.
+
+    ``ncore > 1`` builds pan multi-core (``-DNCORE``). pan refuses ``hidden`` variables
+    there (``HAS_HIDDEN``), since each core is a process with its own copy of them; the
+    export's hidden variables are scratch of one ``d_step`` (shadow copies and loop
+    counters, written before they are read), so the refusal is lifted by dropping
+    ``HAS_HIDDEN`` from the generated ``pan.h``."""
     if not spin_available():
         raise SpinUnavailable("spin and gcc are needed (Debian: apt-get install spin gcc)")
     with tempfile.TemporaryDirectory(prefix="coherence-spin-") as tmp:
@@ -59,11 +68,16 @@ def run_spin(promela: str, max_depth: int = 2_000_000, optimize: bool = False,
         vector = _vector_size(promela)
         t0 = time.perf_counter()
         _run(["spin", "-a", "-o2", "model.pml"], d, timeout)
+        multi: list[str] = []
+        if ncore > 1:
+            header = d / "pan.h"
+            header.write_text(re.sub(r"^#define HAS_HIDDEN.*$", "", header.read_text(), flags=re.M))
+            multi = [f"-DNCORE={ncore}"]
         _run(["gcc", "-O2" if optimize else "-O0", "-w", "-DSAFETY", f"-DVECTORSZ={vector}",
-              f"-DMEMLIM={memory_mb}", "-o", "pan", "pan.c"], d, timeout)
+              f"-DMEMLIM={memory_mb}", *multi, *cflags, "-o", "pan", "pan.c"], d, timeout)
         t1 = time.perf_counter()
-        proc = subprocess.run(["./pan", f"-m{max_depth}", "-w22"], cwd=d, capture_output=True,
-                              text=True, timeout=timeout, check=False)
+        proc = subprocess.run(["./pan", f"-m{max_depth}", "-w22", *pan_args], cwd=d,
+                              capture_output=True, text=True, timeout=timeout, check=False)
         t2 = time.perf_counter()
         out = proc.stdout + proc.stderr
         failure = None
