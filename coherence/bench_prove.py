@@ -27,15 +27,20 @@ def add_args(p: argparse.ArgumentParser) -> None:
                    help="agent counts for BMC (default: 3,4)")
     p.add_argument("--budget", type=float, default=60.0, metavar="S",
                    help="seconds of BMC per agent count (default: 60)")
+    p.add_argument("--bmc-depth", type=int, default=10_000, metavar="K",
+                   help="stop BMC at depth K even within the budget (default: 10000)")
     p.add_argument("--skip", action="append", default=[], metavar="NAME",
                    help="drop this invariant or property (repeatable)")
     p.add_argument("--proofs", nargs="*", default=DEFAULT_SPECS, metavar="SPEC",
                    help="specs whose --agents any proof is timed (coherence monitors skipped)")
     p.add_argument("--proof-timeout", type=float, default=300.0, metavar="S")
+    p.add_argument("--rlimit", type=int, metavar="N",
+                   help="bound each Z3 check of the proofs by N resource units (see prove)")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
 
 
-def _bmc_rows(spec: str, agents: int, budget: float, skip: list[str]) -> dict[str, Any]:
+def _bmc_rows(spec: str, agents: int, budget: float, skip: list[str],
+              max_depth: int = 10_000) -> dict[str, Any]:
     from coherence.engines import check
     from coherence.results import CheckOptions
     from coherence.smt.bmc import bmc
@@ -43,7 +48,7 @@ def _bmc_rows(spec: str, agents: int, budget: float, skip: list[str]) -> dict[st
     from coherence.spec.select import drop_properties
 
     model = drop_properties(load_spec(spec, {"agents": agents}), skip)
-    result = bmc(model, 10_000, all_failures=True, timeout=budget)
+    result = bmc(model, max_depth, all_failures=True, timeout=budget)
     rows = []
     for d in result.depths:
         t = time.perf_counter()
@@ -58,7 +63,7 @@ def _bmc_rows(spec: str, agents: int, budget: float, skip: list[str]) -> dict[st
             "verdict": result.verdict, "failures": result.groups, "depths": rows}
 
 
-def _proof_row(spec: str, timeout: float) -> dict[str, Any]:
+def _proof_row(spec: str, timeout: float, rlimit: int | None = None) -> dict[str, Any]:
     from coherence.errors import SpecError
     from coherence.smt.param import prove_all
     from coherence.spec.load import load_spec
@@ -68,7 +73,7 @@ def _proof_row(spec: str, timeout: float) -> dict[str, Any]:
     model = drop_properties(model, [p.name for p in model.properties])
     t = time.perf_counter()
     try:
-        r = prove_all(model, timeout=timeout)
+        r = prove_all(model, timeout=timeout, rlimit=rlimit)
         verdict, detail = r.verdict, r.reason or (f"refuted at {r.instance} agents"
                                                   if r.instance else "proved")
     except SpecError as err:
@@ -81,8 +86,8 @@ def run(args: argparse.Namespace) -> int:
     from coherence.commands.common import out_console
 
     agents = [int(x) for x in args.agents_list.split(",") if x.strip()]
-    bmc_runs = [_bmc_rows(args.spec, n, args.budget, args.skip) for n in agents]
-    proofs = [_proof_row(s, args.proof_timeout) for s in args.proofs]
+    bmc_runs = [_bmc_rows(args.spec, n, args.budget, args.skip, args.bmc_depth) for n in agents]
+    proofs = [_proof_row(s, args.proof_timeout, args.rlimit) for s in args.proofs]
     doc = {"tool": "coherence bench prove", "spec": args.spec, "bmc": bmc_runs,
            "proofs": proofs}
     if args.json:

@@ -68,10 +68,22 @@ def test_failure_text_is_minimised_by_replay() -> None:
 
 
 def test_8_agents_4_lines_run() -> None:
-    machine = state_machine(ACKED, agents=8, lines=4, params={"capacity": 64}, oracle="sc")
-    run_state_machine_as_test(machine, settings=settings(
+    """The runs really use the 8 agents and 4 lines (and pass the SC oracle on all of them)."""
+    base = state_machine(ACKED, agents=8, lines=4, params={"capacity": 64}, oracle="sc")
+    runs: list[list] = []
+
+    class Recording(base):  # type: ignore[misc,valid-type]
+        def teardown(self) -> None:
+            runs.append(list(self.run.actions))
+            super().teardown()
+
+    run_state_machine_as_test(Recording, settings=settings(
         max_examples=5, stateful_step_count=40, database=None, deadline=None,
-        suppress_health_check=list(HealthCheck)))
+        derandomize=True, suppress_health_check=list(HealthCheck)))
+    actions = [a for run in runs for a in run]
+    assert len(runs) >= 5 and len(actions) >= 40
+    assert {a.agent for a in actions if a.agent is not None} == set(range(8))
+    assert {a.line for a in actions} == set(range(4))
 
 
 def test_bad_spec_and_bad_options() -> None:
