@@ -8,7 +8,7 @@ permutations of each other. (Ip & Dill, "Better verification through symmetry", 
 from __future__ import annotations
 
 from collections.abc import Callable
-from itertools import permutations
+from itertools import pairwise, permutations
 from typing import Any
 
 from coherence import ir
@@ -75,6 +75,12 @@ class Symmetry:
         self.field_symmetric = [[ir.is_symmetric(f.type) for f in msg.fields]
                                 for msg in m.messages]
         self.field_sym = [any(flags) for flags in self.field_symmetric]
+        # the types of the slots whose values name agents: an agent's relations to them
+        # refine its signature (see ``relations``)
+        self.global_types = [v.type for v in m.globals]
+        self.home_types = [None] + [v.type for v in (m.home.vars if m.home else ())]
+        self.cache_types = [None] + [v.type for v in (m.caches[0].vars if m.caches else ())]
+        self.field_types = [[f.type for f in msg.fields] for msg in m.messages]
         self.globals_sym = any(ir.is_symmetric(v.type) for v in m.globals)
         self.home_sym = any(ir.is_symmetric(v.type) for v in (m.home.vars if m.home else ()))
         self.cache_sym = any(self.cache_symmetric)
@@ -155,7 +161,48 @@ class Symmetry:
                         msgs.append((net_i, line, src == a, dst == a,
                                      tuple((t, self._plain(t, f)) for t, f in queue)))
         msgs.sort()
-        return (cache_part, mon_part, tuple(msgs))
+        return (cache_part, mon_part, tuple(msgs), self.relations(state, a))
+
+    def relations(self, state: State, a: int) -> tuple:
+        """How the slots that name agents (globals, the home's and other caches' variables,
+        message fields) refer to agent ``a``, in terms no permutation changes: for each such
+        slot, whether it names ``a`` (or holds it, for a set), and for the caches' slots how
+        many caches name ``a`` there. Distinguishes e.g. the owner from the sharers."""
+        if self.trivial and not any(self.field_sym):
+            return ()
+        lines, nets, _ = state
+        out: list[Any] = []
+        for g, h, caches in lines:
+            out.append(tuple(_refers(t, v, a) for t, v in zip(self.global_types, g, strict=True)
+                             if t is not None and ir.is_symmetric(t)))
+            if h:
+                out.append(tuple(_refers(t, v, a) for t, v in zip(self.home_types, h,
+                                                                 strict=True)
+                                 if t is not None and ir.is_symmetric(t)))
+            if caches and self.cache_sym:
+                counts = []
+                for k, t in enumerate(self.cache_types):
+                    if t is None or not ir.is_symmetric(t):
+                        continue
+                    counts.append((_refers(t, caches[a][k], a),
+                                   sum(bool(_refers(t, c[k], a)) for b, c in enumerate(caches)
+                                       if b != a)))
+                out.append(tuple(counts))
+        refs = []
+        for ordering, contents in zip(self.orderings, nets, strict=True):
+            if ordering is ir.Ordering.UNORDERED:
+                entries = [(t, f) for _line, _s, _d, t, f in contents]
+            elif ordering is ir.Ordering.FIFO:
+                entries = [(t, f) for _key, queue in contents for t, f in queue]
+            else:
+                continue
+            for t, f in entries:
+                if self.field_sym[t]:
+                    refs.append((t, tuple(_refers(ft, x, a) for ft, x in zip(
+                        self.field_types[t], f, strict=True) if ir.is_symmetric(ft))))
+        refs.sort()
+        out.append(tuple(refs))
+        return tuple(out)
 
     def _plain(self, t: int, fields: tuple) -> tuple:
         sym = self.field_symmetric[t]
@@ -173,7 +220,10 @@ class Symmetry:
                 groups.append([a])
         perms: list[list[int]] = [[]]
         for g in groups:
-            perms = [p + list(q) for p in perms for q in permutations(g)]
+            # NOTE(symmetry-cost): agents of a group that the state cannot tell apart (swapping
+            # any two leaves it unchanged) give one image for every order: try one order.
+            orders = [tuple(g)] if self.interchangeable(state, g) else permutations(g)
+            perms = [p + list(q) for p in perms for q in orders]
         out = []
         for seq in perms:  # seq[i] = the agent that gets the new name i
             p = [0] * self.n
@@ -181,6 +231,18 @@ class Symmetry:
                 p[old] = new
             out.append(tuple(p))
         return out
+
+    def interchangeable(self, state: State, group: list[int]) -> bool:
+        """Whether every permutation of ``group`` leaves ``state`` unchanged (adjacent
+        transpositions generate them all)."""
+        if len(group) < 2:
+            return True
+        for x, y in pairwise(group):
+            p = list(range(self.n))
+            p[x], p[y] = y, x
+            if self.permute(state, tuple(p)) != state:
+                return False
+        return True
 
     def canonical(self, state: State) -> tuple[bytes, State]:
         """The packed key and the state of the orbit's representative (exact)."""
@@ -196,3 +258,21 @@ class Symmetry:
         """
         best = min(self.permute(state, p) for p in self.perms)
         return encode(best), best
+
+
+def _refers(t: Any, v: Any, a: int) -> Any:
+    """How a value of a symmetric type refers to agent ``a`` (no agent names in the result)."""
+    if v == UNDEF:
+        return -1
+    if isinstance(t, (ir.AgentT, ir.NodeT)):
+        return int(v == a)
+    if isinstance(t, ir.SetT):
+        return (v >> a) & 1
+    if isinstance(t, ir.ArrayT):
+        if isinstance(t.index, (ir.AgentT, ir.NodeT)):
+            elem = v[a]
+            return ("at", elem if not ir.is_symmetric(t.elem) else _refers(t.elem, elem, a),
+                    tuple(sorted(_refers(t.elem, x, a) for i, x in enumerate(v) if i != a))
+                    if ir.is_symmetric(t.elem) else ())
+        return tuple(_refers(t.elem, x, a) for x in v)
+    return 0
