@@ -7,6 +7,10 @@ check the reference makes (``_check``, agent indices, array flags, ranges) becom
 action raises decides its failure key. (Python evaluates ``x[i] = v`` as ``v`` first, then
 ``x`` and ``i``: an assignment to a cache variable checks the value before the agent index.)
 
+One deliberate difference: an array index outside the array's index type (possible only with
+arithmetic, ``a[i + 1]``) is the model error "index" here; the reference indexes a Python
+tuple with it (an IndexError, or a wrapped negative index), which is no behaviour to copy.
+
 NOTE(compiled-values): inside a function ``u`` is the unpacked state (``co_u *``), ``line``
 the line, ``self`` the running machine's node id (the home is ``CO_AGENTS``), ``src`` and
 ``mf`` the message's sender and field values, ``pr`` the transition's parameters.

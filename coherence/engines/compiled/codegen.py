@@ -20,7 +20,9 @@ Shape of the code (Rumur's generated checker is the model):
 
 Refused with ``CodegenError`` (the engine falls back to the reference): whole arrays in
 ``let`` or computed array values, arrays in messages (the layout refuses those), several cache
-machines, variables wider than 32 bits.
+machines, variables wider than 32 bits. The generated code is C99 that also compiles as C++
+(NVRTC): no allocation, I/O, recursion, function pointers or written globals; constant tables
+are ``CO_CONST`` and popcount ``CO_POPCOUNT``, both overridable by the includer.
 """
 
 from __future__ import annotations

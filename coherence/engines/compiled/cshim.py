@@ -59,8 +59,9 @@ int shim_check(const uint64_t *s, int *keys, int max) {
 int shim_quiescent(const uint64_t *s) { return co_quiescent((const co_state *)s); }
 void shim_canonicalize(uint64_t *s) { co_canonicalize((co_state *)s); }
 /* Expands states[0..n) reps times with a sink that only counts: the successor function's
- * own cost (unpack, guards, bodies, pack), for figures. Returns the successors counted. */
-long shim_bench(const uint64_t *states, int n, int reps, int symmetry) {
+ * own cost (unpack, guards, bodies, pack), for figures; mode 1 adds co_canonicalize of each
+ * state, mode 2 co_check_state. Returns the successors counted. */
+long shim_bench(const uint64_t *states, int n, int reps, int mode) {
     long total = 0;
     co_state buf[1];
     for (int r = 0; r < reps; r++)
@@ -69,7 +70,12 @@ long shim_bench(const uint64_t *states, int n, int reps, int symmetry) {
             int live, problems;
             co_expand((const co_state *)(states + (size_t)i * CO_WORDS), &k, &live, &problems);
             total += k.nstates;
-            if (symmetry) {
+            if (mode == 2) {
+                int keys[CO_NUM_KEYS + 1];
+                total += co_check_state((const co_state *)(states + (size_t)i * CO_WORDS), keys,
+                                        CO_NUM_KEYS + 1);
+            }
+            if (mode == 1) {
                 co_state c = *(const co_state *)(states + (size_t)i * CO_WORDS);
                 co_canonicalize(&c);
                 total += (long)(c.w[0] & 1);
@@ -174,9 +180,9 @@ class Shim:
         self.lib.shim_canonicalize(s)
         return self._int(s)
 
-    def bench(self, codes: list[int], reps: int, symmetry: bool = False) -> float:
-        """Seconds per state of ``co_expand`` (and ``co_canonicalize`` with ``symmetry``)
-        over ``codes``, in C, with a sink that only counts."""
+    def bench(self, codes: list[int], reps: int, mode: int = 0) -> float:
+        """Seconds per state of ``co_expand`` (plus ``co_canonicalize`` with mode 1,
+        ``co_check_state`` with mode 2) over ``codes``, in C, with a sink that only counts."""
         import time
         arr = (ctypes.c_uint64 * (self.words * len(codes)))()
         for i, c in enumerate(codes):
@@ -184,7 +190,7 @@ class Shim:
                 arr[i * self.words + w] = (c >> (64 * w)) & ((1 << 64) - 1)
         self.lib.shim_bench.restype = ctypes.c_long
         start = time.perf_counter()
-        self.lib.shim_bench(arr, len(codes), reps, int(symmetry))
+        self.lib.shim_bench(arr, len(codes), reps, mode)
         return (time.perf_counter() - start) / (reps * len(codes))
 
     def permute(self, code: int, perm: tuple[int, ...]) -> int:
