@@ -76,8 +76,9 @@ class MurphiExporter:
     def __init__(self, model: ir.Model) -> None:
         self.m = model
         if model.lines != 1:
+            lines = next((p.span for p in model.params if p.name == "lines"), NO_SPAN)
             raise ExportError(f"the Murphi exporter supports lines = 1 (got {model.lines})",
-                              NO_SPAN)
+                              lines if lines.line > 0 else NO_SPAN)
         self.home = model.home
         self.cache = model.caches[0] if model.caches else None
         self.n = model.agents
@@ -94,8 +95,10 @@ class MurphiExporter:
         self.handlers = handler_table(model)
 
     def _no_node(self, t: ir.Type, span: Span, what: str) -> None:
-        if isinstance(t, ir.NodeT) or (isinstance(t, ir.ArrayT) and (
-                isinstance(t.index, ir.NodeT) or isinstance(t.elem, ir.NodeT))):
+        if isinstance(t, ir.ArrayT):  # types nest at most 4 deep (the front end's limit)
+            self._no_node(t.index, span, what)
+            self._no_node(t.elem, span, what)
+        if isinstance(t, ir.NodeT):
             raise ExportError(f"{what}: type node is not supported by the Murphi exporter "
                               "(use agent)", span)
 
@@ -431,6 +434,14 @@ class MurphiExporter:
         return out
 
     def stmt(self, s: ir.Stmt, ctx: _Ctx, p: _Proc) -> list[str]:
+        try:
+            return self._stmt(s, ctx, p)
+        except ExportError as e:
+            if e.span != NO_SPAN:
+                raise
+            raise ExportError(e.message, s.span) from None  # located at the statement
+
+    def _stmt(self, s: ir.Stmt, ctx: _Ctx, p: _Proc) -> list[str]:
         match s:
             case ir.Assign():
                 return self.assign(s, ctx, p)
