@@ -17,9 +17,9 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from coherence.commands.common import load_model, out_console
     from coherence.engines import check
     from coherence.results import CheckOptions
-    from coherence.commands.common import load_model, out_console
 
     model = load_model(args)
     rows = []

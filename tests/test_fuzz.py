@@ -10,9 +10,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from coherence.cli import main
 from coherence.engines import check
 from coherence.results import CheckOptions
-from coherence.cli import main
 from coherence.testing import load_model
 from coherence.testing.run import Run, prepare, replay
 from coherence.trace import action_from_json

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from coherence.engines.driver import NOT_SYMMETRIC
-from coherence.engines import check
-from coherence.results import CheckOptions
 from coherence.cli import main
+from coherence.engines import check
+from coherence.engines.driver import NOT_SYMMETRIC
+from coherence.results import CheckOptions
 from coherence.spec.load import load_spec
 
 MUTANT = Path(__file__).resolve().parent.parent / "specs/mutants/msi_snoop_getm_not_broadcast.coh"

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import graphviz
 
-from coherence.engines import check
-from coherence.results import CheckOptions
 from coherence.diagrams import fsm, msc, states
 from coherence.diagrams.render import FORMATS, write
+from coherence.engines import check
+from coherence.results import CheckOptions
 from coherence.spec.load import load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
