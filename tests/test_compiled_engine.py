@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import ACKED, LITERAL, SEED_COUNTS
+from helpers import ACKED, LITERAL, ROOT, SEED_COUNTS
 from test_library import COUNTS as LIBRARY_COUNTS
 from test_library import VERDICTS as LIBRARY_VERDICTS
 
@@ -32,7 +32,7 @@ from coherence.spec.select import drop_properties
 pytestmark = pytest.mark.skipif(
     CompiledEngine().available() is not None, reason="no C compiler")
 
-MUTANTS = find_mutants(Path(__file__).parent.parent / "specs" / "mutants")
+MUTANTS = find_mutants(ROOT / "specs" / "mutants")
 LIVE_LIMIT = 3000  # reference states compared live (the reference does ~6 k states/s)
 
 # (spec, agents, monitor) -> (states with exact symmetry, without); 0: not pinned
@@ -65,7 +65,7 @@ def summary(result: CheckResult) -> tuple:
 
 
 def load(spec: str | Path, agents: int, drop: list[str]) -> ir.Model:
-    model = load_spec(spec, {"agents": agents})
+    model = load_spec(ROOT / spec, {"agents": agents})  # spec: relative to the repository
     return drop_properties(model, drop) if drop else model
 
 
@@ -73,7 +73,7 @@ def load(spec: str | Path, agents: int, drop: list[str]) -> ir.Model:
 def test_spec_matches_the_reference(spec: str, agents: int, monitor: bool, symmetry: bool,
                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COHERENCE_CFLAGS", "-O1")
-    model = load_spec(spec, {"agents": agents})
+    model = load_spec(ROOT / spec, {"agents": agents})
     if not monitor:
         model = drop_properties(model, [p.name for p in model.properties
                                         if p.kind == "coherence"])
