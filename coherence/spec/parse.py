@@ -70,7 +70,7 @@ def parse(text: str, file: str) -> lark.Tree:
         raise SpecError(f"unexpected {_describe(e.token)}{hint}",
                         Span(file, e.line, e.column), text) from None
     except UnexpectedCharacters as e:
-        raise SpecError(f"unexpected character {text[e.pos_in_stream]!r}",
+        raise SpecError(f"unexpected character {e.char!r}",
                         Span(file, e.line, e.column), text) from None
     except UnexpectedEOF as e:
         lines = text.splitlines() or [""]
