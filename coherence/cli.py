@@ -17,6 +17,7 @@ from typing import Any
 from coherence.errors import NO_SPAN, SpecError
 
 EXIT_HOLDS, EXIT_FAILS, EXIT_BAD_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
+EXIT_INTERRUPTED = 130  # interrupted outside a search (which gives a partial result, 3)
 
 Verb = Callable[[argparse.Namespace], int]
 
@@ -94,8 +95,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(err.render(), file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
+        # NOTE(partial-results): a search turns SIGINT into a partial result itself; this is
+        # an interrupt before or after one (loading, compiling, drawing): nothing to report
+        if getattr(args, "json", False):
+            print(json.dumps({"error": {"message": "interrupted", "location": None},
+                              "exit_code": EXIT_INTERRUPTED}))
         print("interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
 
 
 def emit_json(doc: dict[str, Any]) -> None:
