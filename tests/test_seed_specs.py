@@ -9,33 +9,21 @@ are in docs/library.md). tests/test_library.py requires every spec in specs/ to 
 from __future__ import annotations
 
 import pytest
+from helpers import ACKED, LITERAL, ROOT, SEED_COUNTS
 
 from coherence import load_spec
 from coherence.engines import check
 from coherence.results import CheckOptions
 from coherence.spec.select import drop_properties
 
-LITERAL = "specs/broadcast_invalidate.coh"
-ACKED = "specs/broadcast_invalidate_acked.coh"
-
-# (spec, agents, skip coherent?) -> (states with exact symmetry, states without)
-COUNTS = {
-    (LITERAL, 2, True): (322, 624),
-    (LITERAL, 3, True): (1032, 5340),
-    (LITERAL, 4, True): (1596, 25632),
-    (LITERAL, 2, False): (6320, 12624),
-    (LITERAL, 3, False): (206924, 1229208),
-    (ACKED, 2, True): (138, 262),
-    (ACKED, 3, True): (1152, 6218),
-    (ACKED, 4, True): (9064, 186366),
-    (ACKED, 2, False): (2804, 5596),
-    (ACKED, 3, False): (201070, 1195230),
-}
+# (spec, agents, skip coherent?) -> (states with exact symmetry, states without): in helpers
+# (tests/test_library.py also needs them)
+COUNTS = SEED_COUNTS
 SLOW = {(LITERAL, 3, False), (ACKED, 3, False), (ACKED, 4, True)}
 
 
 def _run(spec: str, agents: int, skip: bool, symmetry: bool):
-    model = load_spec(spec, {"agents": agents})
+    model = load_spec(ROOT / spec, {"agents": agents})
     if skip:
         model = drop_properties(model, ["coherent"])
     return check(model, CheckOptions(symmetry=symmetry))
