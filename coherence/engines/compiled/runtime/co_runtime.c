@@ -391,18 +391,7 @@ enum { INS_OLD = 0, INS_NEW = 1, INS_DROPPED = 2 };
 
 /* Adds s (hash h) with its parent unless already present; *id gets its id. */
 static int insert(const co_state *s, uint64_t h, uint32_t parent, uint32_t *id) {
-    for (;;) {
-        uint64_t c = atomic_load_explicit(&S.count, memory_order_relaxed);
-        if (c >= S.grow_at && !S.no_grow) {
-            safepoint_grow();
-            continue;
-        }
-        if (c >= S.hard_at || c >= S.id_limit) {
-            request_stop(CO_STOP_MEMORY);
-            return INS_DROPPED;
-        }
-        break;
-    }
+restart:;
     const uint32_t tag = slot_tag(h), imask = id_mask(), busy = tag | imask;
     _Atomic uint32_t *table = S.table;
     const uint8_t *bytes = (const uint8_t *)s->w;
@@ -410,6 +399,19 @@ static int insert(const co_state *s, uint64_t h, uint32_t parent, uint32_t *id) 
         uint32_t v = atomic_load_explicit(&table[at], memory_order_acquire);
         for (;;) {
             if (v == 0) {
+                /* A new state. The limits are checked here, not on every probe: the count's
+                 * cache line is written by every thread's new states, and most successors
+                 * are old ones. At most one check-then-claim per thread is in flight, which
+                 * the margins of set_table allow for. */
+                uint64_t c = atomic_load_explicit(&S.count, memory_order_relaxed);
+                if (c >= S.grow_at && !S.no_grow) {
+                    safepoint_grow(); /* nothing claimed: a safe point; the table changed */
+                    goto restart;
+                }
+                if (c >= S.hard_at || c >= S.id_limit) {
+                    request_stop(CO_STOP_MEMORY);
+                    return INS_DROPPED;
+                }
                 if (!atomic_compare_exchange_strong_explicit(&table[at], &v, busy,
                                                              memory_order_acq_rel,
                                                              memory_order_acquire))
