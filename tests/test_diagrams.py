@@ -27,20 +27,30 @@ from coherence.diagrams import bundled, fsm, msc, states
 from coherence.diagrams.pretty import Printer, paths
 from coherence.diagrams.render import write
 from coherence.engines import check
+from coherence.ir import Model
 from coherence.results import CheckOptions
 from coherence.semantics import Semantics
-from coherence.spec.load import load_spec
+from coherence.spec.load import load_spec_text
 from coherence.trace import replay_actions
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "golden" / "diagrams"
 TINY = GOLDEN / "tiny.coh"
 SEED = GOLDEN / "seed_broadcast.coh"
+BI = str(ROOT / "specs" / "broadcast_invalidate.coh")
+ACKED = str(ROOT / "specs" / "broadcast_invalidate_acked.coh")
+MSI_DIR = str(ROOT / "specs" / "msi_directory.coh")
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot missing")
 
 
 def rel(p: Path) -> str:
     return str(p.relative_to(ROOT))
+
+
+def load(p: Path, params: dict[str, int] | None = None) -> Model:
+    """The spec at ``p``, named by its path in the repository (golden files show that name)
+    wherever pytest runs from."""
+    return load_spec_text(p.read_text(encoding="utf-8"), rel(p), params)
 
 
 def golden(name: str, text: str) -> None:
@@ -54,13 +64,13 @@ def golden(name: str, text: str) -> None:
 
 
 def test_fsm_golden() -> None:
-    model = load_spec(rel(TINY))
+    model = load(TINY)
     for stem, g in fsm.spec_graphs(model):
         golden(f"{stem}.dot", g.source)
 
 
 def test_msc_golden() -> None:
-    model = load_spec(rel(SEED), {"agents": 2})
+    model = load(SEED, {"agents": 2})
     result = check(model, CheckOptions())
     assert [f.name for f in result.failures] == ["data_value", "stale_copy_is_doomed"]
     golden("seed_broadcast.msc.stale_copy_is_doomed.dot",
@@ -68,7 +78,7 @@ def test_msc_golden() -> None:
 
 
 def test_states_golden() -> None:
-    model = load_spec(rel(SEED), {"agents": 2, "capacity": 1})
+    model = load(SEED, {"agents": 2, "capacity": 1})
     golden("seed_broadcast.states.dot", states.graph(model, states.explore(model)).source)
 
 
@@ -77,7 +87,7 @@ def test_states_golden() -> None:
 
 def test_fsm_folds_tests_of_the_source_state() -> None:
     """`if state == M {...} else { goto IM }` in `on Store in I, M`: I goes to IM only."""
-    model = load_spec(rel(TINY))
+    model = load(TINY)
     source = fsm.machine_graph(model, model.machine("C")).source
     edges = re.findall(r"\ts_(\w+) -> s_(\w+) \[label=<(.*)> arrowsize", source)
     store = {(a, b) for a, b, label in edges if "Store(v)" in label}
@@ -89,7 +99,7 @@ def test_fsm_folds_tests_of_the_source_state() -> None:
 
 
 def test_fsm_splits_branches_to_different_states() -> None:
-    model = load_spec(rel(TINY))
+    model = load(TINY)
     dir_ = model.machine("Dir")
     ack = next(t for t in dir_.transitions if t.name == "Ack")
     ways = paths(Printer(model, dir_, "Wait"), ack.body)
@@ -104,7 +114,7 @@ def test_fsm_splits_branches_to_different_states() -> None:
 def test_fsm_shows_every_transition(spec: str) -> None:
     """Every (non-stall transition, source state) is on an edge leaving that state; every
     stall is written inside its state."""
-    model = load_spec(f"specs/{spec}")
+    model = load(ROOT / "specs" / spec)
     for m in model.machines:
         source = fsm.machine_graph(model, m).source
         for t in m.transitions:
@@ -138,7 +148,7 @@ def _random_trace(model: object, seed: int, length: int) -> list:
 def test_msc_draws_every_message_once(seed: int, length: int) -> None:
     """On random walks: one lane per machine, one arrow per message sent (network or bus),
     each arrival at the row of the step that received it."""
-    model = load_spec(rel(SEED), {"agents": 2})
+    model = load(SEED, {"agents": 2})
     trace = _random_trace(model, seed, length)
     failure = msc.TraceFailure("walk", "test", "random walk", trace)
     source = msc.chart(model, failure, "test").source
@@ -155,7 +165,7 @@ def test_msc_draws_every_message_once(seed: int, length: int) -> None:
 # ---------------------------------------------------------------- state graph vs checker
 
 
-@pytest.mark.parametrize(("spec", "params"), [
+@pytest.mark.parametrize(("spec", "params"), [  # paths in the repository
     ("specs/broadcast_invalidate.coh", {"agents": 2, "capacity": 1}),
     ("tests/golden/diagrams/tiny.coh", {}),  # a deadlock
     ("tests/golden/diagrams/undefined_read.coh", {}),  # a model error
@@ -163,7 +173,7 @@ def test_msc_draws_every_message_once(seed: int, length: int) -> None:
 ])
 @pytest.mark.parametrize("symmetry", [True, False])
 def test_state_graph_counts_match_the_checker(spec: str, params: dict, symmetry: bool) -> None:
-    model = states.without_monitors(load_spec(spec, params))
+    model = states.without_monitors(load(ROOT / spec, params))
     sg = states.explore(model, 1000, symmetry)
     result = check(model, CheckOptions(symmetry=symmetry))
     assert len(sg.states) == result.states
@@ -175,7 +185,7 @@ def test_state_graph_counts_match_the_checker(spec: str, params: dict, symmetry:
 
 def test_state_graph_too_large() -> None:
     with pytest.raises(states.TooLarge):
-        states.explore(load_spec("specs/broadcast_invalidate.coh", {"agents": 2}), 50)
+        states.explore(load(ROOT / "specs" / "broadcast_invalidate.coh", {"agents": 2}), 50)
 
 
 # ---------------------------------------------------------------- dot, PNG, diagrams/
@@ -183,7 +193,7 @@ def test_state_graph_too_large() -> None:
 
 def _generated(tmp: Path) -> list[Path]:
     bundled.generate(tmp, ROOT / "specs", ("dot",))
-    model = load_spec(rel(TINY))
+    model = load(TINY)
     for stem, g in fsm.spec_graphs(model):
         write(g, tmp, stem, ("dot",))
     return sorted(tmp.glob("*.dot"))
@@ -201,7 +211,7 @@ def test_dot_accepts_every_generated_file(tmp_path: Path) -> None:
 
 @needs_dot
 def test_png_is_a_real_image(tmp_path: Path) -> None:
-    model = load_spec("specs/msi_directory.coh")
+    model = load(ROOT / "specs" / "msi_directory.coh")
     stem, g = fsm.spec_graphs(model)[1]
     files = write(g, tmp_path, stem, ("dot", "png"))
     data = Path(files[1]).read_bytes()
@@ -232,7 +242,7 @@ def run_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, 
 
 
 def test_verb_fsm_dot_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rc, doc = run_json(["specs/msi_directory.coh", "--kind", "fsm", "--format", "dot",
+    rc, doc = run_json([MSI_DIR, "--kind", "fsm", "--format", "dot",
                         "--out", str(tmp_path)], capsys)
     assert rc == 0 and doc["exit_code"] == 0
     assert sorted(Path(f).name for f in doc["files"]) == [
@@ -242,31 +252,32 @@ def test_verb_fsm_dot_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 
 
 def test_verb_states_too_large(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rc, doc = run_json(["specs/broadcast_invalidate.coh", "--kind", "states", "-n", "2",
+    rc, doc = run_json([BI, "--kind", "states", "-n", "2",
                         "--max-nodes", "40", "--out", str(tmp_path)], capsys)
     assert rc == 3 and doc["verdict"] == "too-large" and doc["files"] == []
     assert "more than 40 reachable states" in doc["summary"]
     assert not list(tmp_path.iterdir())
-    rc, doc = run_json(["specs/broadcast_invalidate.coh", "--kind", "states", "-n", "2",
+    rc, doc = run_json([BI, "--kind", "states", "-n", "2",
                         "--out", str(tmp_path)], capsys)
     assert rc == 3 and doc["max_nodes"] == 60  # the default
 
 
 def test_verb_states_small(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rc, doc = run_json(["specs/broadcast_invalidate.coh", "--kind", "states", "-n", "2",
+    rc, doc = run_json([BI, "--kind", "states", "-n", "2",
                         "-p", "capacity=1", "--format", "dot", "--out", str(tmp_path)], capsys)
     assert rc == 0 and doc["states"] == 26 and doc["failure_path"] == 4
 
 
+@needs_dot
 def test_saved_trace_draws_what_check_draws(tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     saved = tmp_path / "t.json"
     live, again = tmp_path / "live", tmp_path / "again"
-    rc = main(["check", "specs/broadcast_invalidate.coh", "-n", "2", "--skip", "coherent",
+    rc = main(["check", BI, "-n", "2", "--skip", "coherent",
                "--trace-out", str(saved), "--diagram", str(live), "--json"])
     doc = json.loads(capsys.readouterr().out)
     assert rc == 1 and len(doc["diagrams"]) == 6
-    rc, doc = run_json(["specs/broadcast_invalidate.coh", "--kind", "trace", "--trace",
+    rc, doc = run_json([BI, "--kind", "trace", "--trace",
                         str(saved), "--format", "dot", "--out", str(again)], capsys)
     assert rc == 0 and doc["failures"] == ["data_value", "stale_copy_is_doomed"]
     for f in sorted(again.glob("*.dot")):
@@ -275,7 +286,7 @@ def test_saved_trace_draws_what_check_draws(tmp_path: Path,
 
 def test_trace_kind_without_file_checks(tmp_path: Path,
                                         capsys: pytest.CaptureFixture[str]) -> None:
-    rc, doc = run_json(["specs/broadcast_invalidate_acked.coh", "--kind", "trace", "-n", "2",
+    rc, doc = run_json([ACKED, "--kind", "trace", "-n", "2",
                         "--skip", "coherent", "--out", str(tmp_path)], capsys)
     assert rc == 0 and doc["failures"] == [] and doc["files"] == []
     assert doc["verdict"] == "nothing-to-draw"
@@ -293,7 +304,7 @@ def test_bad_trace_files_are_located_errors(tmp_path: Path, content: str, expect
                                             capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(content)
-    rc = main(["diagram", "specs/broadcast_invalidate.coh", "--kind", "trace", "--trace",
+    rc = main(["diagram", BI, "--kind", "trace", "--trace",
                str(bad), "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert rc == 2 and f"{bad}:" in err and expected in err and "Traceback" not in err
@@ -317,9 +328,9 @@ def test_a_saved_trace_is_replayed_on_the_spec_before_it_is_drawn(
 
 
 @pytest.mark.parametrize("argv", [
-    ["specs/none.coh", "--kind", "fsm"],
-    ["specs/broadcast_invalidate.coh", "--kind", "states", "--max-nodes", "0"],
-    ["specs/broadcast_invalidate.coh", "--kind", "fsm", "-p", "agents=x"],
+    [str(ROOT / "specs" / "none.coh"), "--kind", "fsm"],
+    [BI, "--kind", "states", "--max-nodes", "0"],
+    [BI, "--kind", "fsm", "-p", "agents=x"],
 ])
 def test_bad_input_exits_2(tmp_path: Path, argv: list[str],
                            capsys: pytest.CaptureFixture[str]) -> None:
@@ -339,15 +350,15 @@ def test_msc_reads_change_lines_of_every_shape() -> None:
 
 
 @pytest.mark.parametrize("producer", [
-    ["prove", "specs/broadcast_invalidate.coh", "-n", "2", "--bmc", "5", "--skip", "coherent"],
-    ["fuzz", "specs/broadcast_invalidate.coh", "-n", "2", "--seed", "0"],
+    ["prove", BI, "-n", "2", "--bmc", "5", "--skip", "coherent"],
+    ["fuzz", BI, "-n", "2", "--seed", "0"],
 ])
 def test_traces_saved_by_prove_and_fuzz_draw(tmp_path: Path, producer: list[str],
                                              capsys: pytest.CaptureFixture[str]) -> None:
     saved = tmp_path / "t.json"
     assert main([*producer, "--trace-out", str(saved), "--json"]) == 1
     capsys.readouterr()
-    rc, doc = run_json(["specs/broadcast_invalidate.coh", "--kind", "trace", "--trace",
+    rc, doc = run_json([BI, "--kind", "trace", "--trace",
                         str(saved), "--format", "dot", "--out", str(tmp_path / "o")], capsys)
     assert rc == 0 and doc["verdict"] == "drawn" and doc["failures"]
     for f in doc["files"]:
@@ -356,7 +367,7 @@ def test_traces_saved_by_prove_and_fuzz_draw(tmp_path: Path, producer: list[str]
 
 
 def test_too_large_says_so_in_words(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["diagram", "specs/broadcast_invalidate.coh", "--kind", "states", "-n", "2",
+    assert main(["diagram", BI, "--kind", "states", "-n", "2",
                  "--out", str(tmp_path)]) == 3
     err = capsys.readouterr().err
     assert err.startswith("not drawn:") and "--max-nodes" in err

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from coherence import ir, load_spec
+from coherence import load_spec
 from coherence.cli import main
 from coherence.engines import check
 from coherence.export.promela import ExportError, to_promela
@@ -232,7 +232,6 @@ _MSG_INVARIANTS = [
 ]
 
 
-@pytest.mark.skipif(not hasattr(ir, "MsgQuant"), reason="no quantifiers over messages yet")
 @pytest.mark.parametrize(("spec", "extra", "verdict"), _MSG_INVARIANTS)
 def test_quantifier_over_messages_in_flight(tmp_path: Path, spec: str, extra: str,
                                             verdict: str) -> None:
