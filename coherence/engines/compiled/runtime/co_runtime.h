@@ -51,8 +51,7 @@ enum {
     CO_STOP_INTERRUPT = 4, /* co_request_stop() */
     CO_STOP_FIRST = 5,     /* stop_at_first */
     CO_ERR_NOMEM = -1,     /* the initial reservation failed */
-    CO_ERR_OPTIONS = -2,
-    CO_ERR_INITIAL = -3,   /* more initial states than fit */
+    CO_ERR_OPTIONS = -2,   /* threads outside 1..4096 */
 };
 
 /* Counters Python polls while co_run runs in another thread (and reads after it returns). */
