@@ -96,6 +96,9 @@ class CModel:
         if widest > 32:
             raise CodegenError(f"a variable needs {widest} bits; at most 32 are supported")
         self.vtype = "uint8_t" if widest <= 8 else "uint16_t" if widest <= 16 else "uint32_t"
+        # message records and fifo entries: 32 bits where they all fit (half the copying)
+        widest_r = max((layout.slots[i].width for i in self.rslots), default=1)
+        self.rtype = "uint32_t" if widest_r <= 32 else "uint64_t"
         # per-line shapes
         self.gshape = {v.name: shape_of(v.type, self.flags) for v in model.globals}
         self.hshape = {v.name: shape_of(v.type, self.flags) for v in (

@@ -108,12 +108,13 @@ class _Gen:
 #define CO_ENC(v, lo) ((v) == CO_UNDEF ? 0 : (v) - (lo) + 1)
 #define CO_E(k) ((k) + 2)
 typedef {cm.vtype} CO_VT;
+typedef {cm.rtype} CO_RT;
 typedef struct {{ uint64_t w[CO_WORDS]; }} co_state;
 /* The unpacked state: layout codes of the scalar slots, message records, counts, and the
  * packed words kept equal to co_pack() of the rest by every write (co_setv, co_setr), so a
  * successor costs its writes, not a full pack. */
 typedef struct {{
-    CO_VT v[CO_NV]; uint64_t r[CO_NR]; uint8_t uc[CO_NUC]; uint8_t coh;
+    CO_VT v[CO_NV]; CO_RT r[CO_NR]; uint8_t uc[CO_NUC]; uint8_t coh;
     uint64_t p[CO_WORDS + 1];
 }} co_u;
 """
@@ -134,7 +135,7 @@ typedef struct {{
             if sh + s.width > 64:
                 words[w + 1].append(f"(uint64_t){src} >> {64 - sh}")
                 get = f"({get} | (s->w[{w + 1}] << {64 - sh}))"
-            cast = "" if i in cm.ridx else "(CO_VT)"
+            cast = "(CO_RT)" if i in cm.ridx else "(CO_VT)"
             unpack.append(f"    {src} = {cast}({get} & {mask});")
         pack = [f"    s->w[{w}] = {_balanced(terms)};" for w, terms in enumerate(words)]
         counts = []
@@ -168,8 +169,8 @@ CO_FN void co_setv(co_u *u, int x, unsigned c) {{
     u->v[x] = (CO_VT)c;
 }}
 CO_FN void co_setr(co_u *u, int x, uint64_t c) {{
-    co_xor(u, co_roff[x], u->r[x] ^ c);
-    u->r[x] = c;
+    co_xor(u, co_roff[x], (uint64_t)(u->r[x] ^ (CO_RT)c));
+    u->r[x] = (CO_RT)c;
 }}
 """
 

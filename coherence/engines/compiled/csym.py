@@ -206,7 +206,7 @@ CO_FN int co_ucmp(const co_u *a, const co_u *b) {
                 "            int i = k;",
                 f"            while (i > 0 && o->r[{rb} + i - 1] > nr) {{ o->r[{rb} + i] = "
                 f"o->r[{rb} + i - 1]; i--; }}",
-                f"            o->r[{rb} + i] = nr;",
+                f"            o->r[{rb} + i] = (CO_RT)nr;",
                 "        }",
                 "    }"]
         elif info.net.ordering == "fifo":
@@ -222,7 +222,7 @@ CO_FN int co_ucmp(const co_u *a, const co_u *b) {
                     f"        const int q = co_fifo_{info.index}[({line} * {n1} + {ps}) * {n1}"
                     f" + {pd}];",
                     f"        for (int k = 0; k < {cap} && u->r[{q} + k]; k++) "
-                    f"o->r[q + k] = co_ren_{info.index}(u->r[{q} + k], p);",
+                    f"o->r[q + k] = (CO_RT)co_ren_{info.index}(u->r[{q} + k], p);",
                     "    }"]
     body += ["    o->coh = 0;", "}", ""]
     out.append("\n".join(body))
