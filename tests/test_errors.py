@@ -14,6 +14,7 @@ import pytest
 from coherence.cli import main
 
 ERRORS = Path(__file__).parent / "specs" / "errors"
+SPECS = Path(__file__).resolve().parent.parent / "specs"
 CASES = sorted(p.stem for p in ERRORS.glob("*.coh"))
 
 
@@ -51,7 +52,7 @@ def test_error_message(name: str, monkeypatch: pytest.MonkeyPatch,
 ])
 def test_bad_command_line(argv: list[str], message: str,
                           capsys: pytest.CaptureFixture[str]) -> None:
-    rc = main(["check", "specs/broadcast_invalidate.coh", *argv])
+    rc = main(["check", str(SPECS / "broadcast_invalidate.coh"), *argv])
     err = capsys.readouterr().err
     assert rc == 2
     assert err.strip() == f"<command line>: error: {message}"
@@ -63,7 +64,7 @@ def test_missing_file(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_directory_instead_of_file(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["check", "specs"]) == 2
+    assert main(["check", str(SPECS)]) == 2
     assert "is a directory" in capsys.readouterr().err
 
 

@@ -20,6 +20,8 @@ from coherence.litmus.variants import VARIANTS, apply_variant
 DATA = Path(__file__).parent / "data"
 RESULTS = Path(__file__).parent.parent / "results" / "h200-litmus.json"
 
+SPECS = Path(__file__).resolve().parent.parent / "specs"
+
 
 def test_ptx_of_each_annotation() -> None:
     mp = find_test("MP")
@@ -101,8 +103,8 @@ def test_report_from_synthetic_results(tmp_path: Path) -> None:
          "shared_sm": {"1:r0=0 1:r1=0 x=1 y=1": 5},
          "sass": {"checked": False},
          "distinct_sm": {"1:r0=1 1:r1=0 x=1 y=1": 7, "1:r0=1 1:r1=1 x=1 y=1": 93}}]}
-    table = rows([doc], ["specs/broadcast_invalidate.coh",
-                         "specs/broadcast_invalidate_acked.coh"], core="blocking")
+    table = rows([doc], [str(SPECS / "broadcast_invalidate.coh"),
+                         str(SPECS / "broadcast_invalidate_acked.coh")], core="blocking")
     (r,) = table
     assert r["instances"] == 100 and r["condition_observed"] == 7
     assert r["shared_sm_instances"] == 5
@@ -116,7 +118,7 @@ def test_report_from_synthetic_results(tmp_path: Path) -> None:
     path = tmp_path / "r.json"
     path.write_text(json.dumps(doc))
     pytest.importorskip("matplotlib")
-    assert main(["hw", "report", str(path), "--model", "specs/broadcast_invalidate.coh",
+    assert main(["hw", "report", str(path), "--model", str(SPECS / "broadcast_invalidate.coh"),
                  "--core", "blocking",
                  "--out-dir", str(tmp_path)]) == 0
     png = (tmp_path / "report.png").read_bytes()

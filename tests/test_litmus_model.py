@@ -4,6 +4,7 @@ differential properties against the sequential-consistency baseline."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import attrs
 import pytest
@@ -19,8 +20,10 @@ from coherence.litmus.sc import sc_outcomes
 from coherence.litmus.variants import VARIANTS, apply_variant
 from coherence.spec.load import load_spec
 
-SPECS = {"bi": "specs/broadcast_invalidate.coh", "acked": "specs/broadcast_invalidate_acked.coh",
-         "wt": "specs/gpu_write_through.coh"}
+ROOT = Path(__file__).resolve().parent.parent
+SPECS = {name: str(ROOT / "specs" / f"{stem}.coh") for name, stem in [
+    ("bi", "broadcast_invalidate"), ("acked", "broadcast_invalidate_acked"),
+    ("wt", "gpu_write_through")]}
 WEAK = ["weak", "volatile", "relaxed.gpu", "relaxed.sys", "fence.cta"]
 
 # (test, spec) -> the variants whose condition the model allows. Each entry is argued in
@@ -185,7 +188,7 @@ def test_cli_incomplete_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
     ["litmus", SPECS["bi"], "NOPE"],
     ["litmus", SPECS["bi"], "MP", "--variant", "strong"],
     ["litmus", SPECS["bi"], "MP", "--param", "agents=3"],
-    ["litmus", "specs/missing.coh", "MP"],
+    ["litmus", str(ROOT / "specs" / "missing.coh"), "MP"],
 ])
 def test_cli_bad_input(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 2

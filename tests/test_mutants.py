@@ -11,14 +11,15 @@ from coherence.cli import main
 from coherence.errors import SpecError
 from coherence.mutants import find_mutants, parse_header, run_mutant
 
-MUTANTS = find_mutants("specs/mutants")
+ROOT = Path(__file__).resolve().parent.parent
+MUTANTS = find_mutants(ROOT / "specs" / "mutants")
 
 
 def test_there_are_at_least_20_mutants_of_at_least_4_specs() -> None:
     assert len(MUTANTS) >= 20
     assert len({parse_header(p).base for p in MUTANTS}) >= 4
     for p in MUTANTS:
-        assert Path(parse_header(p).base).is_file()
+        assert (ROOT / parse_header(p).base).is_file()
 
 
 @pytest.mark.parametrize("path", MUTANTS, ids=[p.stem for p in MUTANTS])
@@ -32,11 +33,11 @@ def test_mutant_is_caught_as_expected(path: Path) -> None:
 def test_the_mutant_differs_from_its_base_in_the_model() -> None:
     for p in MUTANTS:
         body = p.read_text(encoding="utf-8").split("//\n", 1)[1]
-        assert body != Path(parse_header(p).base).read_text(encoding="utf-8"), p
+        assert body != (ROOT / parse_header(p).base).read_text(encoding="utf-8"), p
 
 
 def test_verb_reports_score_and_lengths(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["mutants", "specs/mutants", "--json"]) == 0
+    assert main(["mutants", str(ROOT / "specs" / "mutants"), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["score"] == 1.0 and doc["mutants"] == len(MUTANTS)
     assert all(r["counterexample_length"] for r in doc["results"])
@@ -44,7 +45,7 @@ def test_verb_reports_score_and_lengths(capsys: pytest.CaptureFixture[str]) -> N
 
 def test_a_correct_spec_is_a_missed_mutant(tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
-    text = Path("specs/msi_snooping.coh").read_text(encoding="utf-8")
+    text = (ROOT / "specs" / "msi_snooping.coh").read_text(encoding="utf-8")
     (tmp_path / "m.coh").write_text("// MUTANT OF: specs/msi_snooping.coh\n// CHANGE: none\n"
                                     "// EXPECT: swmr\n" + text, encoding="utf-8")
     assert main(["mutants", str(tmp_path)]) == 1
