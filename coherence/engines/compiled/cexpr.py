@@ -469,8 +469,9 @@ class Frame:
             vals = ", ".join(args) if args else "0"
             self.emit(f"const int {fv}[{max(1, len(args))}] = {{{vals}}};")
             kb = cm.key(("error", "no-machine", str(span)))
-            for code in ("bus-no-transition", "bus-stall", "bus-ambiguous"):
-                cm.key(("error", code, str(span)))
+            for i, code in enumerate(("bus-no-transition", "bus-stall", "bus-ambiguous")):
+                if cm.key(("error", code, str(span))) != kb + 1 + i:  # co_bus_* adds 1..3
+                    raise CodegenError(f"{span}: internal: bus error keys not consecutive")
             r = self.tmp()
             self.emit(f"int {r} = {fn}(u, line, {src}, {dst}, {fv}, {kb});")
             self.emit(f"if ({r}) return {r};")
