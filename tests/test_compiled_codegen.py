@@ -97,7 +97,8 @@ def _compare(model: Model, cap: int) -> int:
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem)
 def test_two_agents_match_reference(path: Path) -> None:
-    assert _compare(load_spec(path, {"agents": 2}), 300) > 0
+    # a mutant differs from its base spec in one transition: fewer states suffice
+    assert _compare(load_spec(path, {"agents": 2}), 150 if path in MUTANTS else 400) > 0
 
 
 @pytest.mark.parametrize("path", THREE, ids=lambda p: p.stem)
