@@ -61,7 +61,7 @@ def test_reference_engine_stores_states_packed() -> None:
 def test_one_failure_per_key_and_the_property_it_breaks(
         capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", str(IS_D_NO_FWD), "--skip", "coherent", "--agents", "2",
-                 "--json"]) == 1
+                 "--engine", "reference", "--json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert doc["engine"] == "reference" and doc["threads"] == 1
     kinds = [(f["kind"], f["property"]) for f in doc["failures"]]
@@ -122,3 +122,34 @@ def test_an_honest_foreign_engine_gets_the_reference_report() -> None:
     assert [(f.key, f.length, f.message) for f in ours.failures] == [
         (f.key, f.length, f.message) for f in ref.failures]
     assert ref.failures and ref.verdict == "fails"
+
+
+def test_the_default_engine_is_compiled_where_a_compiler_exists(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    compiled_reason = get_engine("compiled").available()
+    assert main(["check", str(SEED), "--agents", "2", "--skip", "coherent", "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    if compiled_reason is None:
+        assert doc["engine"] == "compiled" and doc["notes"] == []
+    else:
+        assert doc["engine"] == "reference"
+        assert doc["notes"][0] == f"reference engine used: {compiled_reason}"
+    assert doc["stats"]["states"] == 322
+
+
+def test_auto_falls_back_to_the_reference_with_a_note(monkeypatch: pytest.MonkeyPatch) -> None:
+    from coherence.engines.compiled import CompiledEngine
+
+    def refuse(self: object, model: ir.Model, layout: Layout,
+               options: CheckOptions) -> RawResult:
+        raise EngineUnavailable("the compiled engine cannot translate this model: test")
+
+    monkeypatch.setattr(CompiledEngine, "available", lambda self: None)
+    monkeypatch.setattr(CompiledEngine, "explore", refuse)
+    model = load_spec(SEED, {"agents": 2})
+    result = check(model, CheckOptions(), engine="auto")
+    assert result.engine == "reference" and result.verdict == "fails"
+    assert result.notes == ["reference engine used: the compiled engine cannot translate "
+                            "this model: test"]
+    with pytest.raises(EngineUnavailable):
+        check(model, CheckOptions(), engine="compiled")

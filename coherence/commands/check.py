@@ -19,10 +19,10 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-symmetry", dest="symmetry", action="store_const", const="off",
                    help="same as --symmetry off")
     from coherence.engines import ENGINE_NAMES
-    p.add_argument("--engine", choices=ENGINE_NAMES, default="reference",
+    p.add_argument("--engine", choices=ENGINE_NAMES, default="auto",
                    help="how to explore: reference (plain Python, the oracle), compiled (C "
                         "generated from the spec, on every core), auto (compiled where a C "
-                        "compiler exists, else reference; default: reference)")
+                        "compiler exists, else reference with a note; the default)")
     p.add_argument("--threads", type=positive_int, metavar="N",
                    help="threads for engines that use several cores (default: all cores)")
     p.add_argument("--time-limit", type=_positive_float, metavar="SECONDS",
@@ -36,7 +36,8 @@ def add_args(p: argparse.ArgumentParser) -> None:
                    help="do not report deadlocks")
     p.add_argument("--coverage", action="store_true",
                    help="list how often each transition fired; those that never fired in the "
-                        "reachable states are marked (as TLC's -coverage)")
+                        "reachable states are marked (as TLC's -coverage); counted by the "
+                        "reference engine, which --engine auto then uses")
     p.add_argument("--no-vacuity", dest="vacuity", action="store_false",
                    help="do not look for invariants that hold only because their premise is "
                         "never true")
@@ -88,7 +89,9 @@ def run(args: argparse.Namespace) -> int:
             time_limit=args.time_limit, vacuity=args.vacuity,
             memory_limit=args.memory_limit or default_memory_limit())
         try:
-            result = check(model, options, engine=args.engine)
+            # only the reference engine counts firings: --coverage picks it under auto
+            engine = "reference" if args.coverage and args.engine == "auto" else args.engine
+            result = check(model, options, engine=engine)
         except EngineUnavailable as err:
             raise SpecError(str(err)) from err
     doc: dict[str, Any] = result_json(result)

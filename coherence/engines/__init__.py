@@ -54,7 +54,14 @@ def check(model: ir.Model, options: CheckOptions | None = None,
           engine: str = "reference") -> CheckResult:
     from coherence.engines.driver import run
     chosen, notes = resolve_engine(engine)
-    result = run(chosen, model, options)
+    try:
+        result = run(chosen, model, options)
+    except EngineUnavailable as err:
+        if engine != "auto" or chosen.name == "reference":
+            raise
+        # e.g. a construct the code generator does not translate: the oracle takes it
+        result = run(get_engine("reference"), model, options)
+        notes.append(f"reference engine used: {err}")
     result.notes[:0] = notes
     return result
 

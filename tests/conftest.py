@@ -1,0 +1,43 @@
+"""Test-session rules shared by every test file.
+
+Tests that need an external program (Graphviz's ``dot``, ``rumur``, ``spin``, a C compiler)
+skip with the reason where it is missing, so the README's test command passes on a machine
+with only Python. CI installs them all and sets ``COHERENCE_REQUIRE_TOOLS=1``: there, such a
+skip fails the run, so a missing install step cannot hide behind a green CI.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+TOOL_SKIP = re.compile(r"\b(dot|graphviz|rumur|spin|cc|gcc|g\+\+|c\+\+? compiler|compiler)\b",
+                       re.IGNORECASE)
+_tool_skips: list[str] = []
+
+
+def _required() -> bool:
+    return os.environ.get("COHERENCE_REQUIRE_TOOLS") == "1"
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if not (report.skipped and _required()):
+        return
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    if TOOL_SKIP.search(reason):
+        _tool_skips.append(f"{report.nodeid}: {reason}")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _tool_skips:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _tool_skips:
+        terminalreporter.section("skipped for a missing tool (COHERENCE_REQUIRE_TOOLS=1)")
+        for line in _tool_skips:
+            terminalreporter.write_line(line)
