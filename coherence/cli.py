@@ -74,14 +74,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command line. A bad command line raises SystemExit(2) (argparse's way); every
-    other outcome is the returned exit code."""
+    """Run one command line and return its exit code, for every outcome: a bad command line
+    (argparse's usage error) is 2, ``--help`` and ``--version`` are 0."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         parser = build_parser()
         token = _json_errors.set("--json" in argv)
         try:
             args = parser.parse_args(argv)
+        except SystemExit as e:  # argparse exits: usage errors, --help, --version
+            return e.code if isinstance(e.code, int) else EXIT_BAD_INPUT if e.code else 0
         finally:
             _json_errors.reset(token)
     except KeyboardInterrupt:

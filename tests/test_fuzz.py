@@ -156,7 +156,7 @@ def test_message_passing_is_coherent_but_not_sc(oracle: str, fails: bool) -> Non
 
 
 @pytest.mark.parametrize("argv,needle", [
-    (["--budget", "0"], "--budget must be at least 1"),
+    (["--budget", "0"], "argument --budget: '0' must be at least 1"),
     (["--param", "agents=x"], "not an integer"),
     (["--skip", "nope"], "--skip nope"),
 ])

@@ -11,6 +11,9 @@ one command-line value the harness passes), ``--json`` output that is one JSON d
 the same exit code, and within a per-case time limit (a SIGALRM timer). A small sample also
 runs as a real subprocess under a timeout.
 
+A fifth of the cases start from a random well-formed spec (``tests/strategies.py``) instead,
+as drawn or with one or two edits, so that what loads also reaches the back ends.
+
 The default tier runs 1,000 cases (cheap ones: most mutants fail to load, and the expensive
 verbs only run on those that load); the slow tier runs 10,000.
 """
@@ -34,6 +37,7 @@ import hypothesis
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from strategies import specs as random_specs
 
 from coherence.cli import main
 from coherence.errors import SpecError
@@ -91,10 +95,22 @@ def _code_tokens(data: bytes) -> list[re.Match[bytes]]:
 
 
 @st.composite
-def mutated_specs(draw: st.DrawFn, corpus: list[bytes] = CORPUS) -> bytes:
+def mutated_specs(draw: st.DrawFn, corpus: list[bytes] = CORPUS) -> tuple[str, bytes]:
     """A bundled spec with one to three edits."""
-    data = bytearray(draw(st.sampled_from(corpus)))
-    for _ in range(draw(st.integers(1, 3))):
+    return "bundled", _edit(draw, bytearray(draw(st.sampled_from(corpus))), corpus,
+                            draw(st.integers(1, 3)))
+
+
+@st.composite
+def mutated_random_specs(draw: st.DrawFn) -> tuple[str, bytes]:
+    """A random well-formed spec (tests/strategies.py), as drawn or with one or two edits."""
+    text = draw(random_specs()).encode()
+    return "random", _edit(draw, bytearray(text), [text], draw(st.integers(0, 2)))
+
+
+def _edit(draw: st.DrawFn, data: bytearray, corpus: list[bytes], edits: int) -> bytes:
+    """``data`` with ``edits`` edits; ``corpus`` gives lines to splice in."""
+    for _ in range(edits):
         op = draw(st.sampled_from(["token", "token", "line", "number", "nest", "bytes"]))
         if op == "line":
             lines = bytes(data).split(b"\n")
@@ -167,10 +183,11 @@ def _time_limit(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, old)
 
 
-def _argv(verb: str, spec: Path, out: Path, symmetry: bool, as_json: bool) -> list[str]:
+def _argv(verb: str, spec: Path, out: Path, symmetry: bool, as_json: bool,
+          engine: str = "reference") -> list[str]:
     extra = ["--json"] if as_json else []
     if verb == "check":
-        return ["check", str(spec), "--max-states", "200", "--agents", "2",
+        return ["check", str(spec), "--max-states", "200", "--agents", "2", "--engine", engine,
                 *([] if symmetry else ["--no-symmetry"]), *extra]
     if verb in ("murphi", "promela"):
         return ["export", str(spec), "--to", verb, "-o", str(out / "model.out"), *extra]
@@ -190,7 +207,8 @@ def assert_located(message: str, spec: Path, text: bytes) -> None:
     assert 1 <= line <= text.count(b"\n") + 1 and col >= 1, first
 
 
-def run_case(text: bytes, verb: str, symmetry: bool, as_json: bool, work: Path) -> int:
+def run_case(text: bytes, verb: str, symmetry: bool, as_json: bool, work: Path,
+             engine: str = "reference") -> int:
     """One mutant through one verb; returns the exit code after checking every rule above."""
     spec = work / "fuzz.coh"
     spec.write_bytes(text)
@@ -202,7 +220,7 @@ def run_case(text: bytes, verb: str, symmetry: bool, as_json: bool, work: Path) 
                 assert_located(err.render(), spec, text)
                 return 2
         return 0
-    argv = _argv(verb, spec, work, symmetry, as_json)
+    argv = _argv(verb, spec, work, symmetry, as_json, engine)
     out, err = io.StringIO(), io.StringIO()
     with _time_limit(CASE_SECONDS), contextlib.redirect_stdout(out), \
             contextlib.redirect_stderr(err):
@@ -220,17 +238,27 @@ def run_case(text: bytes, verb: str, symmetry: bool, as_json: bool, work: Path) 
 
 def _campaign(cases: int, work: Path, seed: int, slow: bool) -> Counter[str]:
     counts: Counter[str] = Counter()
+    bundled = mutated_specs(CORPUS if slow else SMALL_CORPUS)
+    random = mutated_random_specs()
+    texts = st.sampled_from([True, False, False, False, False]).flatmap(
+        lambda pick_random: random if pick_random else bundled)  # a fifth are random specs
 
+    # symmetry's soundness audit costs most of a small check, and the compiled engine a C
+    # compiler run per spec: both in the slow tier only (--engine auto in one check in 20)
     @hypothesis.seed(seed)
     @settings(max_examples=cases, deadline=None, database=None,
               phases=[Phase.generate, Phase.shrink], print_blob=True,
               suppress_health_check=list(HealthCheck))
-    # symmetry's soundness audit costs most of a small check: on in the slow tier only
-    @given(text=mutated_specs(CORPUS if slow else SMALL_CORPUS), verb=st.sampled_from(VERBS),
-           symmetry=st.booleans() if slow else st.just(False), as_json=st.booleans())
-    def case(text: bytes, verb: str, symmetry: bool, as_json: bool) -> None:
-        code = run_case(text, verb, symmetry, as_json, work)
+    @given(source=texts, verb=st.sampled_from(VERBS),
+           symmetry=st.booleans() if slow else st.just(False), as_json=st.booleans(),
+           engine=st.sampled_from(["reference"] * 19 + ["auto"]) if slow
+           else st.just("reference"))
+    def case(source: tuple[str, bytes], verb: str, symmetry: bool, as_json: bool,
+             engine: str) -> None:
+        origin, text = source
+        code = run_case(text, verb, symmetry, as_json, work, engine)
         counts["cases"] += 1
+        counts[f"{origin} specs"] += 1
         counts[f"{verb} exit {code}"] += 1
 
     case()
@@ -246,10 +274,10 @@ def test_fuzz_default_tier(tmp_path: Path) -> None:
     t0 = time.perf_counter()
     counts = _campaign(1000, tmp_path, seed=0, slow=False)
     print(_report(counts, time.perf_counter() - t0))
-    assert counts["cases"] >= 1000
+    assert counts["cases"] >= 1000 and counts["random specs"] > 100
     # the campaign reaches both sides: mutants that load and run, and rejected ones
     assert sum(v for k, v in counts.items() if k.endswith("exit 2")) > 100
-    assert sum(v for k, v in counts.items() if k.endswith("exit 0")) > 20
+    assert sum(v for k, v in counts.items() if k.endswith("exit 0")) > 100
 
 
 @pytest.mark.slow
@@ -260,12 +288,13 @@ def test_fuzz_slow_tier(tmp_path: Path) -> None:
     assert counts["cases"] >= 10_000
 
 
-@given(text=mutated_specs(), verb=st.sampled_from(["check", "murphi", "dot"]))
+@given(source=mutated_specs(), verb=st.sampled_from(["check", "murphi", "dot"]))
 @settings(max_examples=4, deadline=None, database=None, derandomize=True,
           suppress_health_check=list(HealthCheck))
-def test_fuzz_subprocess_sample(text: bytes, verb: str, tmp_path_factory: pytest.TempPathFactory
-                                ) -> None:
+def test_fuzz_subprocess_sample(source: tuple[str, bytes], verb: str,
+                                tmp_path_factory: pytest.TempPathFactory) -> None:
     """A few mutants as a real process under a timeout: no traceback, a known exit code."""
+    text = source[1]
     work = tmp_path_factory.mktemp("fuzz")
     spec = work / "fuzz.coh"
     spec.write_bytes(text)
