@@ -1,7 +1,8 @@
 """``coherence bench KIND``: performance figures, each measured against a baseline side by side.
 
-Each kind lives with its back end; this verb only dispatches. A kind's module provides
-``HELP``, ``add_args(parser)`` and ``run(args) -> int`` like a verb.
+Each kind's measurements live with its back end (``engines/symmetry_bench.py``,
+``engines/bench.py``, ``testing/bench.py``, ``smt/bench.py``); the modules named here hold the
+command-line side: ``HELP``, ``add_args(parser)`` and ``run(args) -> int`` like a verb.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ HELP = "measure performance (ratios against a baseline run side by side)"
 
 # kind -> module; each back end registers its own benchmarks here (one line each).
 BENCHES: dict[str, str] = {
-    "check": "coherence.bench_check",
+    "check": "coherence.commands.bench_check",
     "engines": "coherence.engines.bench",
-    "fuzz": "coherence.bench_fuzz",
-    "prove": "coherence.bench_prove",
+    "fuzz": "coherence.commands.bench_fuzz",
+    "prove": "coherence.commands.bench_prove",
 }
 
 

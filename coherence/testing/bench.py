@@ -1,4 +1,5 @@
-"""``coherence bench fuzz``: does fuzzing find each bug, how fast, how short, against the checker.
+"""Fuzzing against the checker, for ``coherence bench fuzz``: does fuzzing find each bug, how
+fast, how short.
 
 For the seed spec and every mutant in ``specs/mutants/`` it runs the reference checker (the
 baseline: every failing property with its shortest counterexample, and its time) side by side
@@ -10,33 +11,17 @@ against the checker's shortest for the same property. Goals (issue 5): every bug
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 from pathlib import Path
 from typing import Any
 
-from coherence.cli import add_param_args, emit_json
-
-HELP = "fuzzing against the checker: bugs found, examples needed, shrunk/shortest length"
-
-
-def add_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("specs", nargs="*",
-                   help="specs to fuzz (default: specs/broadcast_invalidate.coh and "
-                        "specs/mutants/*.coh)")
-    add_param_args(p)
-    p.add_argument("--seeds", type=int, default=3, metavar="K", help="fuzz seeds 0..K-1")
-    p.add_argument("--budget", type=int, default=1000, metavar="N",
-                   help="examples per fuzz run (default 1000)")
-    p.add_argument("--steps", type=int, default=50, metavar="N", help="steps per example")
-    p.add_argument("--max-states", type=int, default=500_000, metavar="N",
-                   help="stop the baseline checker after N states (default 500000)")
+SPECS = Path(__file__).resolve().parents[2] / "specs"  # the repository's bundled specs
 
 
 def default_specs() -> list[str]:
-    mutants = sorted(str(p) for p in Path("specs/mutants").glob("*.coh"))
-    return ["specs/broadcast_invalidate.coh", *mutants]
+    mutants = sorted(str(p) for p in (SPECS / "mutants").glob("*.coh"))
+    return [str(SPECS / "broadcast_invalidate.coh"), *mutants]
 
 
 def bench_spec(path: str, overrides: dict[str, int], seeds: int, budget: int, steps: int,
@@ -93,48 +78,6 @@ def bench_spec(path: str, overrides: dict[str, int], seeds: int, budget: int, st
         "agree": all(r["property"] in shortest for r in found) and (
             baseline.verdict == "fails" or not found),
     }
-
-
-def run(args: argparse.Namespace) -> int:
-    from coherence.commands.common import out_console
-    from coherence.spec.load import parse_overrides
-
-    overrides = parse_overrides(args.param, args.agents)
-    specs = args.specs or default_specs()
-    rows = [bench_spec(s, overrides, args.seeds, args.budget, args.steps, args.max_states)
-            for s in specs]
-    doc = {"tool": "coherence bench fuzz", "seeds": args.seeds, "budget": args.budget,
-           "steps": args.steps, "specs": rows,
-           "all_goals_met": all(r["goal_met"] is not False for r in rows),
-           "all_agree": all(r["agree"] for r in rows)}
-    if args.json:
-        emit_json(doc)
-        return 0
-    out = out_console()
-    out.print(f"fuzz vs checker: seeds 0..{args.seeds - 1}, budget {args.budget} examples of "
-              f"{args.steps} steps")
-    for r in rows:
-        c = r["checker"]
-        out.print(f"\n{r['spec']} ({' '.join(f'{k}={v}' for k, v in r['params'].items())})",
-                  markup=False)
-        out.print(f"  checker: {c['verdict']}, {c['states']:,} states, {c['seconds']} s, "
-                  f"shortest {c['shortest']}", markup=False)
-        for x in r["runs"]:
-            if x["found"]:
-                out.print(f"  seed {x['seed']}: {x['property']} ({x['kind']}) after "
-                          f"{x['examples_to_failure']} examples, {x['seconds_to_failure']} s; "
-                          f"shrunk {x['unshrunk_length']} -> {x['length']} steps "
-                          f"(shortest {x['checker_shortest']})", markup=False)
-            else:
-                out.print(f"  seed {x['seed']}: nothing found in {x['examples']} examples, "
-                          f"{x['seconds']} s", markup=False)
-        goal = {None: "n/a (the checker finds no bug)", True: "met", False: "NOT met"}
-        out.print(f"  found {r['found']}, median examples {r['median_examples_to_failure']}, "
-                  f"max length ratio {r['max_length_ratio']}, goal {goal[r['goal_met']]}"
-                  f"{'' if r['agree'] else ', DISAGREES with the checker'}", markup=False)
-    out.print(f"\nall goals met: {doc['all_goals_met']}; fuzz and checker agree: "
-              f"{doc['all_agree']}")
-    return 0
 
 
 def _round(x: float | None) -> float | None:

@@ -1,0 +1,66 @@
+"""``coherence bench fuzz``: fuzzing against the checker on the seed spec and every mutant
+(coherence/testing/bench.py): bugs found, examples needed, shrunk against shortest length."""
+
+from __future__ import annotations
+
+import argparse
+
+from coherence.cli import add_param_args, emit_json
+from coherence.testing.bench import bench_spec, default_specs
+
+HELP = "fuzzing against the checker: bugs found, examples needed, shrunk/shortest length"
+
+
+def add_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("specs", nargs="*",
+                   help="specs to fuzz (default: specs/broadcast_invalidate.coh and "
+                        "specs/mutants/*.coh)")
+    add_param_args(p)
+    p.add_argument("--seeds", type=int, default=3, metavar="K", help="fuzz seeds 0..K-1")
+    p.add_argument("--budget", type=int, default=1000, metavar="N",
+                   help="examples per fuzz run (default 1000)")
+    p.add_argument("--steps", type=int, default=50, metavar="N", help="steps per example")
+    p.add_argument("--max-states", type=int, default=500_000, metavar="N",
+                   help="stop the baseline checker after N states (default 500000)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from coherence.commands.common import out_console
+    from coherence.spec.load import parse_overrides
+
+    overrides = parse_overrides(args.param, args.agents)
+    specs = args.specs or default_specs()
+    rows = [bench_spec(s, overrides, args.seeds, args.budget, args.steps, args.max_states)
+            for s in specs]
+    doc = {"tool": "coherence bench fuzz", "seeds": args.seeds, "budget": args.budget,
+           "steps": args.steps, "specs": rows,
+           "all_goals_met": all(r["goal_met"] is not False for r in rows),
+           "all_agree": all(r["agree"] for r in rows)}
+    if args.json:
+        emit_json(doc)
+        return 0
+    out = out_console()
+    out.print(f"fuzz vs checker: seeds 0..{args.seeds - 1}, budget {args.budget} examples of "
+              f"{args.steps} steps")
+    for r in rows:
+        c = r["checker"]
+        out.print(f"\n{r['spec']} ({' '.join(f'{k}={v}' for k, v in r['params'].items())})",
+                  markup=False)
+        out.print(f"  checker: {c['verdict']}, {c['states']:,} states, {c['seconds']} s, "
+                  f"shortest {c['shortest']}", markup=False)
+        for x in r["runs"]:
+            if x["found"]:
+                out.print(f"  seed {x['seed']}: {x['property']} ({x['kind']}) after "
+                          f"{x['examples_to_failure']} examples, {x['seconds_to_failure']} s; "
+                          f"shrunk {x['unshrunk_length']} -> {x['length']} steps "
+                          f"(shortest {x['checker_shortest']})", markup=False)
+            else:
+                out.print(f"  seed {x['seed']}: nothing found in {x['examples']} examples, "
+                          f"{x['seconds']} s", markup=False)
+        goal = {None: "n/a (the checker finds no bug)", True: "met", False: "NOT met"}
+        out.print(f"  found {r['found']}, median examples {r['median_examples_to_failure']}, "
+                  f"max length ratio {r['max_length_ratio']}, goal {goal[r['goal_met']]}"
+                  f"{'' if r['agree'] else ', DISAGREES with the checker'}", markup=False)
+    out.print(f"\nall goals met: {doc['all_goals_met']}; fuzz and checker agree: "
+              f"{doc['all_agree']}")
+    return 0

@@ -1,0 +1,56 @@
+"""``coherence bench prove``: the Z3 back end's figures (coherence/smt/bench.py), each beside a
+baseline run: seconds per BMC depth against the checker's BFS to that depth, and the time of
+each proof for every number of agents."""
+
+from __future__ import annotations
+
+import argparse
+
+from coherence.cli import emit_json
+from coherence.smt.bench import DEFAULT_SPECS, bmc_rows, proof_row
+
+HELP = "Z3 back end: seconds per BMC depth, depth reached in a budget, time of each proof"
+
+
+def add_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("spec", nargs="?", default=DEFAULT_SPECS[0],
+                   help="spec for the BMC figures (default: specs/german.coh)")
+    p.add_argument("--agents-list", default="3,4", metavar="N,N",
+                   help="agent counts for BMC (default: 3,4)")
+    p.add_argument("--budget", type=float, default=60.0, metavar="S",
+                   help="seconds of BMC per agent count (default: 60)")
+    p.add_argument("--bmc-depth", type=int, default=10_000, metavar="K",
+                   help="stop BMC at depth K even within the budget (default: 10000)")
+    p.add_argument("--skip", action="append", default=[], metavar="NAME",
+                   help="drop this invariant or property (repeatable)")
+    p.add_argument("--proofs", nargs="*", default=DEFAULT_SPECS, metavar="SPEC",
+                   help="specs whose --agents any proof is timed (coherence monitors skipped)")
+    p.add_argument("--proof-timeout", type=float, default=300.0, metavar="S")
+    p.add_argument("--rlimit", type=int, metavar="N",
+                   help="bound each Z3 check of the proofs by N resource units (see prove)")
+    p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+
+
+def run(args: argparse.Namespace) -> int:
+    from coherence.commands.common import out_console
+
+    agents = [int(x) for x in args.agents_list.split(",") if x.strip()]
+    bmc_runs = [bmc_rows(args.spec, n, args.budget, args.skip, args.bmc_depth) for n in agents]
+    proofs = [proof_row(s, args.proof_timeout, args.rlimit) for s in args.proofs]
+    doc = {"tool": "coherence bench prove", "spec": args.spec, "bmc": bmc_runs,
+           "proofs": proofs}
+    if args.json:
+        emit_json(doc)
+        return 0
+    out = out_console()
+    for run_ in bmc_runs:
+        out.print(f"BMC {args.spec} agents={run_['agents']}: depth {run_['depth_reached']} "
+                  f"reached in {run_['budget_seconds']:g} s ({run_['verdict']})")
+        for r in run_["depths"]:
+            out.print(f"  depth {r['depth']:>3}: {r['bmc_seconds']:8.3f} s  (cumulative "
+                      f"{r['bmc_cumulative']:8.2f} s; checker BFS to this depth "
+                      f"{r['checker_bfs_seconds']:.3f} s; ratio {r['ratio_bmc_over_checker']})")
+    for p in proofs:
+        out.print(f"proof --agents any {p['spec']}: {p['verdict']} in {p['seconds']:.2f} s "
+                  f"({p['detail']})", markup=False)
+    return 0
