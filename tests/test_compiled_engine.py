@@ -18,9 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import ACKED, LITERAL, ROOT, SEED_COUNTS
-from test_library import COUNTS as LIBRARY_COUNTS
-from test_library import VERDICTS as LIBRARY_VERDICTS
+from helpers import ACKED, LIBRARY_COUNTS, LIBRARY_VERDICTS, LITERAL, ROOT, SEED_COUNTS
 
 from coherence import ir, load_spec
 from coherence.engines import check

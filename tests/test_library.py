@@ -14,63 +14,17 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, SEED_COUNTS
+
+# spec paths relative to the repository (ROOT), also the keys of the tables below
+from helpers import GERMAN, GPU_WT, MESI_DIR, MESI_SNOOP, MSI_DIR, MSI_SNOOP, ROOT, SEED_COUNTS
+from helpers import LIBRARY_COUNTS as COUNTS
+from helpers import LIBRARY_VERDICTS as VERDICTS
 
 from coherence import load_spec, load_spec_text
 from coherence.engines import check
 from coherence.results import CheckOptions, CheckResult
 from coherence.spec.select import drop_properties
 
-# spec paths relative to the repository (ROOT), also the keys of the tables below
-GERMAN = "specs/german.coh"
-MSI_SNOOP = "specs/msi_snooping.coh"
-MESI_SNOOP = "specs/mesi_snooping.coh"
-MSI_DIR = "specs/msi_directory.coh"
-MESI_DIR = "specs/mesi_directory.coh"
-GPU_WT = "specs/gpu_write_through.coh"
-
-# (spec, agents, monitor?) -> (states with exact symmetry, states without symmetry);
-# 0 means not pinned (out of reach: docs/library.md says why).
-COUNTS: dict[tuple[str, int, bool], tuple[int, int]] = {
-    (MSI_SNOOP, 2, False): (10, 16),
-    (MSI_SNOOP, 3, False): (12, 28),
-    (MSI_SNOOP, 4, False): (14, 48),
-    (MESI_SNOOP, 2, False): (12, 20),
-    (MESI_SNOOP, 3, False): (14, 34),
-    (MESI_SNOOP, 4, False): (16, 56),
-    (GPU_WT, 2, False): (874, 1702),
-    (GPU_WT, 3, False): (9752, 53314),
-    (GPU_WT, 4, False): (81420, 1615198),
-    (MSI_DIR, 2, False): (860, 1694),
-    (MSI_DIR, 3, False): (9910, 56810),
-    (MSI_DIR, 4, False): (85090, 1843018),
-    (MESI_DIR, 2, False): (1008, 1988),
-    (MESI_DIR, 3, False): (14176, 81808),
-    (MESI_DIR, 4, False): (138458, 3031744),
-    (GERMAN, 2, False): (1698, 3381),
-    (GERMAN, 3, False): (10460, 58077),
-    (GERMAN, 4, False): (56161, 1105353),
-    # with the coherence monitor
-    (MSI_SNOOP, 2, True): (158, 312),
-    (MSI_SNOOP, 3, True): (978, 5254),
-    (MSI_SNOOP, 4, True): (4066, 72688),
-    (MESI_SNOOP, 2, True): (192, 380),
-    (MESI_SNOOP, 3, True): (1244, 6772),
-    (MESI_SNOOP, 4, True): (5106, 92544),
-    (GPU_WT, 2, True): (19598, 39168),
-    (MSI_DIR, 2, True): (22300, 44574),
-    (MESI_DIR, 2, True): (25240, 50452),
-    (GERMAN, 2, True): (48066, 96117),
-}
-# Expected verdicts; for failing specs, {property: shortest counterexample length}.
-VERDICTS: dict[str, dict[str, int] | None] = {
-    GERMAN: None,
-    MSI_SNOOP: None,
-    MESI_SNOOP: None,
-    MSI_DIR: None,
-    MESI_DIR: None,
-    GPU_WT: None,
-}
 # Rows measured at more than ~20 s (docs/library.md, results/library_table.md).
 SLOW_SYM: set[tuple[str, int, bool]] = {
     (GPU_WT, 4, False), (MSI_DIR, 4, False), (MESI_DIR, 4, False), (GERMAN, 4, False),
