@@ -331,7 +331,9 @@ def test_orbit_counts_equal_the_reference(path: Path, agents: int) -> None:
 @pytest.mark.parametrize("name,agents,monitor", [("german.coh", 2, True), ("german.coh", 3, False),
                                                  ("msi_directory.coh", 3, False),
                                                  ("mesi_snooping.coh", 3, True),
-                                                 ("gpu_write_through.coh", 3, True)])
+                                                 ("mesi_snooping.coh", 4, True),
+                                                 ("msi_snooping.coh", 4, True),
+                                                 ("gpu_write_through.coh", 2, True)])
 def test_orbit_counts_equal_the_reference_slow(name: str, agents: int, monitor: bool) -> None:
     model = load_spec(ROOT / "specs" / name, {"agents": agents})
     if not monitor:  # the coherence monitor multiplies these state spaces past Python's reach
