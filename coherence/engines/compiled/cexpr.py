@@ -23,6 +23,7 @@ from collections.abc import Callable
 from coherence import ir
 from coherence.engines.compiled.cmodel import CModel, CodegenError, Shape
 from coherence.errors import Span
+from coherence.semantics import BUS_NESTING_LIMIT
 
 BusRequest = Callable[[int, int], str]  # (message type, depth) -> C function name
 
@@ -460,7 +461,7 @@ class Frame:
         info = cm.nets[cm.net_index[message.network]]
         src = "self"
         if info.net.ordering == "bus":
-            if self.depth > 8:
+            if self.depth > BUS_NESTING_LIMIT:  # NOTE(bus-nesting)
                 self.emit(self.fail("bus-nesting", span))
                 return
             assert self.bus is not None

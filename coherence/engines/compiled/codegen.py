@@ -11,9 +11,9 @@ Shape of the code (Rumur's generated checker is the model):
   successor is packed with constant shifts and masks straight from the layout's slot table.
 - One guard function and one body function per transition (the body per depth of the atomic
   bus: a bus send at depth d calls the receiver's handler at depth d + 1, generated only
-  where reachable, and a send at depth 9 is the ``bus-nesting`` error, so there is no
-  recursion); agents, lines and rule parameters are loops around calls that the C compiler
-  inlines and specialises.
+  where reachable, and a send from deeper than ``BUS_NESTING_LIMIT`` is the ``bus-nesting``
+  error, so there is no recursion); agents, lines and rule parameters are loops around
+  calls that the C compiler inlines and specialises.
 - Errors return ``CO_E(key)`` from wherever the semantics raises them (``cexpr.py`` keeps its
   evaluation order); ``GeneratedModel.keys[key]`` is the engine-neutral failure key.
 - ``csym.py`` renames agents (``co_permute``) and picks an exact orbit representative.
