@@ -12,15 +12,16 @@ HELP = "fuzzing against the checker: bugs found, examples needed, shrunk/shortes
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
+    from coherence.commands.options import positive_int
     p.add_argument("specs", nargs="*",
                    help="specs to fuzz (default: specs/broadcast_invalidate.coh and "
                         "specs/mutants/*.coh)")
     add_param_args(p)
-    p.add_argument("--seeds", type=int, default=3, metavar="K", help="fuzz seeds 0..K-1")
-    p.add_argument("--budget", type=int, default=1000, metavar="N",
+    p.add_argument("--seeds", type=positive_int, default=3, metavar="K", help="fuzz seeds 0..K-1")
+    p.add_argument("--budget", type=positive_int, default=1000, metavar="N",
                    help="examples per fuzz run (default 1000)")
-    p.add_argument("--steps", type=int, default=50, metavar="N", help="steps per example")
-    p.add_argument("--max-states", type=int, default=500_000, metavar="N",
+    p.add_argument("--steps", type=positive_int, default=50, metavar="N", help="steps per example")
+    p.add_argument("--max-states", type=positive_int, default=500_000, metavar="N",
                    help="stop the baseline checker after N states (default 500000)")
 
 

@@ -13,20 +13,21 @@ HELP = "Z3 back end: seconds per BMC depth, depth reached in a budget, time of e
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
+    from coherence.commands.options import nonnegative_int, positive_int, positive_seconds
     p.add_argument("spec", nargs="?", default=DEFAULT_SPECS[0],
                    help="spec for the BMC figures (default: specs/german.coh)")
     p.add_argument("--agents-list", default="3,4", metavar="N,N",
                    help="agent counts for BMC (default: 3,4)")
-    p.add_argument("--budget", type=float, default=60.0, metavar="S",
+    p.add_argument("--budget", type=positive_seconds, default=60.0, metavar="S",
                    help="seconds of BMC per agent count (default: 60)")
-    p.add_argument("--bmc-depth", type=int, default=10_000, metavar="K",
+    p.add_argument("--bmc-depth", type=nonnegative_int, default=10_000, metavar="K",
                    help="stop BMC at depth K even within the budget (default: 10000)")
     p.add_argument("--skip", action="append", default=[], metavar="NAME",
                    help="drop this invariant or property (repeatable)")
     p.add_argument("--proofs", nargs="*", default=DEFAULT_SPECS, metavar="SPEC",
                    help="specs whose --agents any proof is timed (coherence monitors skipped)")
-    p.add_argument("--proof-timeout", type=float, default=300.0, metavar="S")
-    p.add_argument("--rlimit", type=int, metavar="N",
+    p.add_argument("--proof-timeout", type=positive_seconds, default=300.0, metavar="S")
+    p.add_argument("--rlimit", type=positive_int, metavar="N",
                    help="bound each Z3 check of the proofs by N resource units (see prove)")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
 
