@@ -194,10 +194,18 @@ def measure(row: Row, tool: str, spec: dict[str, Any]) -> dict[str, Any]:
                "spin_states_per_state": per_state, "seconds": s.seconds,
                "build_seconds": s.compile_seconds, "verdict": s.verdict,
                "threads": SPIN_CORES, "symmetry": "off",
-               "stopped": "incomplete" if s.verdict == "incomplete" else None}
+               "stopped": _spin_stop(s.output) if s.verdict == "incomplete" else None}
     else:
         raise SystemExit(f"unknown tool {tool}")
     return doc
+
+
+def _spin_stop(output: str) -> str:
+    """Why pan stopped short (its own words)."""
+    for needle in ("out of memory", "max search depth too small", "Search not completed"):
+        if needle.lower() in output.lower():
+            return f"incomplete: {needle}"
+    return "incomplete"
 
 
 def run_cell(row: Row, tool: str, timeout: float, threads: int,
@@ -344,6 +352,7 @@ def table(doc: dict[str, Any]) -> str:
     out = []
     for row in doc["rows"]:
         out += ["", row["title"], head]
+        notes: list[str] = []
         for c in row["cells"]:
             name = c["tool"]
             if c["status"] == "not run":
@@ -353,6 +362,8 @@ def table(doc: dict[str, Any]) -> str:
                 out.append(f"{name:<13} {c['status']}: {c['reason']}")
                 continue
             states = f"{c['states']:,}" + ("+" if c.get("stopped") else "")
+            if c.get("stopped"):
+                notes.append(f"{name}: stopped ({c['stopped']})")
             rate = c["states_per_second"]
             bps = c["bytes_per_state"]
             vs = " ".join(f"{(c['speedup'].get(t) or '-') if t != name else '':>15}"
@@ -364,6 +375,7 @@ def table(doc: dict[str, Any]) -> str:
             if c["tool"] == "spin":
                 out.append(f"{'':13} (Spin stores {c['spin_states_per_state']} states per "
                            f"state of ours: {c['model_states']:,} model states)")
+        out += [f"{'':13} {n}" for n in notes]
     out.append("")
     out.append(f"threads: compiled-all and rumur {doc['threads']}, spin {SPIN_CORES} "
                f"(NCORE); seconds exclude builds; '+' a capped search; peak RSS per cell")
@@ -393,8 +405,6 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from coherence.cli import emit_json
-
     try:
         rows = [parse_row(r.strip()) for r in args.rows.split(",") if r.strip()]
         tools = [t.strip() for t in args.tools.split(",") if t.strip()]
@@ -417,8 +427,9 @@ def run(args: argparse.Namespace) -> int:
 
     doc = bench(rows, tools, args.timeout, threads, args.reference_max_states,
                 args.spin_memory, progress=say)
-    if args.json:
-        emit_json(doc)
+    if args.json:  # the CLI's JSON format (indented), without importing the CLI from here
+        json.dump(doc, sys.stdout, indent=2)
+        sys.stdout.write("\n")
     else:
         print(table(doc))
     return 0
