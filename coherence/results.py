@@ -39,6 +39,7 @@ class Failure:
     trace: list[Step]
     span: str | None = None
     key: FailureKey = ()
+    details: list[str] = attrs.Factory(list)  # e.g. the stuck state of a deadlock
 
     @property
     def length(self) -> int:

@@ -282,3 +282,44 @@ def _diff_machine(fmt: Formatter, machine: ir.Machine, label: str, x0: tuple, x1
         if a != b:
             changes.append(f"{label}.{v.name}{suffix}: {fmt.value(v.type, a)} → "
                            f"{fmt.value(v.type, b)}")
+
+
+def describe_state(sem: Semantics, state: State) -> list[str]:
+    """A whole state in the spec's names, for a deadlock report: each machine's control state
+    and variables, and every message in flight, marked "stalled" where its receiver has only a
+    stalling transition for it in its current state."""
+    fmt = Formatter(sem)
+    model = sem.model
+    lines, _nets, _monitor = state
+    out: list[str] = []
+    for line, (g, h, caches) in enumerate(lines):
+        where = f" (line {line})" if model.lines > 1 else ""
+        machines: list[tuple[str, ir.Machine, tuple]] = []
+        if model.home is not None and h:
+            machines.append((model.home.name, model.home, h))
+        if model.caches:
+            machines += [(f"{model.caches[0].name}[{a}]", model.caches[0], c)
+                         for a, c in enumerate(caches)]
+        for name, machine, values in machines:
+            parts = [machine.state_type.members[values[0]]]
+            parts += [f"{v.name}={fmt.value(v.type, x)}"
+                      for v, x in zip(machine.vars, values[1:], strict=True)]
+            out.append(f"{name}{where}: {', '.join(parts)}")
+        if model.globals:
+            out.append(f"globals{where}: " + ", ".join(
+                f"{v.name}={fmt.value(v.type, x)}" for v, x in zip(model.globals, g,
+                                                                   strict=True)))
+    deliverable = {m for _net, m in sem.deliverable(state)}
+    for _net_i, msg in sem.messages_in_flight(state):
+        line, src, dst, t, fields = msg
+        handlers = sem.handlers_of(state, msg)
+        if msg not in deliverable:
+            status = "queued behind another message"
+        elif handlers and all(tr.stall for tr in handlers):
+            status = "stalled"
+        else:
+            status = "deliverable"
+        where = f" (line {line})" if model.lines > 1 else ""
+        out.append(f"in flight{where}: {fmt.message(t, fields)} from {fmt.node(src)} to "
+                   f"{fmt.node(dst)}, {status}")
+    return out

@@ -153,3 +153,16 @@ def test_auto_falls_back_to_the_reference_with_a_note(monkeypatch: pytest.Monkey
                             "this model: test"]
     with pytest.raises(EngineUnavailable):
         check(model, CheckOptions(), engine="compiled")
+
+
+def test_a_deadlock_report_shows_the_stuck_state(capsys: pytest.CaptureFixture[str]) -> None:
+    mutant = ROOT / "specs" / "mutants" / "msi_dir_mi_a_stalls_fwd.coh"
+    assert main(["check", str(mutant), "--agents", "2", "--skip", "coherent",
+                 "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    (dead,) = [f for f in doc["failures"] if f["kind"] == "deadlock"]
+    assert dead["details"][0] == "stuck state:"
+    assert "Cache[1]: MI_A, data=0, acks=0" in dead["details"]
+    assert any(d.startswith("in flight: FwdGetS") and d.endswith(", stalled")
+               for d in dead["details"])
+    assert any(d.endswith("queued behind another message") for d in dead["details"])

@@ -78,7 +78,8 @@ def result_json(result: CheckResult) -> dict[str, Any]:
             attrs.asdict(c) for c in result.coverage],
         "failures": [
             {"kind": f.kind, "property": f.name, "message": f.message, "length": f.length,
-             "location": f.span, "trace": [s.to_json() for s in f.trace]}
+             "location": f.span, "details": f.details,
+             "trace": [s.to_json() for s in f.trace]}
             for f in result.failures
         ],
         "generated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -112,6 +113,8 @@ def print_check_result(model: Model, result: CheckResult,
         out.print(f"shortest counterexample: {f.length} step{'s' if f.length != 1 else ''}")
         for step in f.trace:
             out.print(step.render(), markup=False)
+        for i, line in enumerate(f.details):
+            out.print(("  " if i else "") + line, markup=False)
         if f.span:
             out.print(f"at {f.span}", markup=False)
     out.print()

@@ -22,7 +22,7 @@ from coherence.layout import Layout
 from coherence.results import CheckOptions, CheckResult, Coverage, Failure, FailureKey
 from coherence.semantics import Semantics, State
 from coherence.symmetry import Symmetry
-from coherence.trace import Step, TraceReplayError, describe
+from coherence.trace import Step, TraceReplayError, describe, describe_state
 from coherence.vacuity import Premise, is_witness, vacuous_message, with_witnesses
 
 AUDITED_STATES = 512  # states whose successors are compared with a renamed copy's
@@ -194,6 +194,7 @@ def rebuild(sem: Semantics, layout: Layout, sym: Symmetry | None,
     kind = key[0]
     message: str | None = None
     span: str | None = None
+    details: list[str] = []
     if kind in ("invariant",) or (kind == "error" and len(key) == 2):
         message = next((v.message for v in sem.invariant_violations(concrete)
                         if violation_key(v) == key), None)
@@ -204,6 +205,7 @@ def rebuild(sem: Semantics, layout: Layout, sym: Symmetry | None,
         outcomes, problems = sem.enabled(concrete)
         if sem.is_deadlock(concrete, outcomes, problems):
             message = DEADLOCK_MESSAGE
+            details = ["stuck state:", *describe_state(sem, concrete)]
     else:  # an action's error or a coherence violation: the failing step ends the trace
         outcomes, _ = sem.enabled(concrete)
         for out in outcomes:
@@ -216,4 +218,4 @@ def rebuild(sem: Semantics, layout: Layout, sym: Symmetry | None,
                 break
     if message is None:
         raise TraceReplayError(f"the last state of the trace for {key} does not show it")
-    return Failure(kind, key_name(key), message, steps, span, key)
+    return Failure(kind, key_name(key), message, steps, span, key, details)
