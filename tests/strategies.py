@@ -530,7 +530,9 @@ class SpecBuilder:
                 params.append(f"{p}: bool")
             head = f"rule {r}({', '.join(params)})" if params else f"rule {r}"
             if self.chance(0.6):
-                head += f" in {', '.join(self.draw(st.lists(st.sampled_from(states), min_size=1, max_size=len(states), unique=True)))}"
+                chosen = self.draw(st.lists(st.sampled_from(states), min_size=1,
+                                            max_size=len(states), unique=True))
+                head += f" in {', '.join(chosen)}"
             if self.chance(0.7):
                 head += f" when {self.bool_expr(rctx, 1)}"
             body = self.block(rctx, 3)
