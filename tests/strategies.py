@@ -7,7 +7,8 @@ so that every random model also goes through the front end, and a failing exampl
 spec that can be pasted into a file and run with ``coherence check``.
 
 What is covered (docs/language.md): 1-2 lines, a home and a cache machine with stable and
-transient states, 1-3 networks of each ordering (unordered, fifo with capacity 1-2, bus),
+transient states, one to five networks (up to two unordered and two fifo, capacity 1-2, and
+up to one bus), 2 agents and 1-2 data values,
 1-4 message types with 0-2 fields (value, agent, bool, small int ranges), variables of bool,
 int ranges, value, agent, set<agent>, an enum and sometimes array<agent, ...>, an optional
 global, processor events (some with parameters), message arrivals (some that stall), rules
@@ -422,7 +423,7 @@ class SpecBuilder:
         return f"({', '.join(out)})"
 
     # ------------------------------------------------------------------ transitions
-    def transitions(self, machine: str, states: list[str], trigger: str, ctx: Ctx,
+    def transitions(self, states: list[str], trigger: str, ctx: Ctx,
                     params: str = "", can_stall: bool = False,
                     first_unguarded: bool = False) -> list[str]:
         """1-2 transitions for one trigger; unguarded ones cover disjoint states (two
@@ -505,7 +506,7 @@ class SpecBuilder:
             mctx = attrs.evolve(ctx, in_message=True,
                                 names={**ctx.names, "msg.src": NODE,
                                        **{f"msg.{f}": t for f, t in m.fields}})
-            out += self.transitions(kind, states, m.name, mctx, can_stall=True)
+            out += self.transitions(states, m.name, mctx, can_stall=True)
         if is_cache:
             for ev, params in self.events:
                 pnames = [self.name("p") for _ in params]
@@ -514,7 +515,7 @@ class SpecBuilder:
                     ectx = ectx.with_name(p, pt)
                 text = f"({', '.join(pnames)})" if params else ""
                 # the first event's first transition is unguarded, so that most specs move
-                out += self.transitions(kind, states, ev, ectx, params=text,
+                out += self.transitions(states, ev, ectx, params=text,
                                         first_unguarded=ev == self.events[0][0])
         for _ in range(self.draw(st.integers(0, 2))):
             r = self.name("Rule")

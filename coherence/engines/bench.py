@@ -14,6 +14,15 @@ How each cell is measured, so that the columns mean the same for every tool:
   Python included for our engines, the build (cc) or the verifier for Rumur and Spin.
 * seconds: the search alone, without building (our engines: ``CheckResult.seconds``;
   Rumur and Spin: their verifier's wall clock). Builds are shown in their own column.
+* ``--timeout`` bounds each search. Our engines' builds get ``BUILD_LIMIT_S`` first (the
+  child says ``BUILT`` when done); Rumur and Spin are run by ``export/rumur.py`` and
+  ``export/spin.py``, which bound each of their steps (translate, cc, verifier) by the same
+  timeout, so a slow ``cc -O3`` shows as "timed out (gcc)".
+* bytes/state: peak RSS over the states stored (the tool's own count: Spin's are its
+  stored states), so every tool is charged for everything it holds; our engines' own
+  figure for the state store alone is ``store_bytes_per_state`` in ``--json``.
+* Rumur runs on ``--threads`` (all cores by default), like the compiled engine's
+  "compiled-all"; Spin on ``SPIN_CORES`` (2) cores, as in the issue's figures.
 * The coherence monitor is skipped in every row: the exports leave it out (docs/rumur.md),
   so every tool explores the same protocol. With symmetry off, Rumur's count equals ours;
   Spin stores ``READY + 1`` of its states per state of ours (plus one), converted in the
