@@ -17,6 +17,7 @@ examples; ``-m slow`` runs the same properties on many more.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, Phase, assume, given, note, settings
@@ -152,25 +153,34 @@ def engines_agree(model: Model) -> None:
         assert comp.verdict == ref.verdict
 
 
-@needs_cc
-@FAST_COMPILED
-@given(loaded_specs())
-def test_compiled_agrees_with_reference(spec: tuple[str, Model]) -> None:
+@pytest.fixture(scope="module")
+def build_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Random specs' libraries go to a temporary cache, not the user's (one per example)."""
+    return tmp_path_factory.mktemp("xdg-cache")
+
+
+def compiled_agrees(spec: tuple[str, Model], cache: Path) -> None:
     note(spec[0])
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("COHERENCE_CFLAGS", "-O0")  # each random spec is a new build: keep it quick
+        mp.setenv("XDG_CACHE_HOME", str(cache))
         engines_agree(spec[1])
+
+
+@needs_cc
+@FAST_COMPILED
+@given(spec=loaded_specs())
+def test_compiled_agrees_with_reference(build_cache: Path, spec: tuple[str, Model]) -> None:
+    compiled_agrees(spec, build_cache)
 
 
 @pytest.mark.slow
 @needs_cc
 @SLOW
-@given(loaded_specs())
-def test_compiled_agrees_with_reference_many(spec: tuple[str, Model]) -> None:
-    note(spec[0])
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("COHERENCE_CFLAGS", "-O0")
-        engines_agree(spec[1])
+@given(spec=loaded_specs())
+def test_compiled_agrees_with_reference_many(build_cache: Path,
+                                             spec: tuple[str, Model]) -> None:
+    compiled_agrees(spec, build_cache)
 
 
 # ---------------------------------------------------------------- what the strategy reaches
