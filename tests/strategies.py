@@ -92,8 +92,9 @@ class Ctx:
 class SpecBuilder:
     """One random spec, drawn piece by piece (the draws are Hypothesis's, so it shrinks)."""
 
-    def __init__(self, draw: Draw) -> None:
+    def __init__(self, draw: Draw, agents: int = 2) -> None:
         self.draw = draw
+        self.agents = agents
         self.values = draw(st.integers(1, 2))
         self.fresh = 0
         self.home_vars: dict[str, Type] = {}
@@ -546,7 +547,8 @@ class SpecBuilder:
     def build(self) -> str:
         draw = self.draw
         lines = draw(st.integers(1, 2))
-        out = ["param agents = 2;", f"param lines = {lines};", f"param values = {self.values};",
+        out = [f"param agents = {self.agents};", f"param lines = {lines};",
+               f"param values = {self.values};",
                f"enum {ENUM_NAME} {{ {', '.join(ENUM_MEMBERS)} }}"]
         nets: list[tuple[str, str]] = []
         for ordering in ("unordered", "fifo", "bus"):
@@ -605,9 +607,9 @@ class SpecBuilder:
 
 
 @st.composite
-def specs(draw: Draw) -> str:
-    """The text of a small well-formed spec at 2 agents."""
-    return SpecBuilder(draw).build()
+def specs(draw: Draw, agents: int = 2) -> str:
+    """The text of a small well-formed spec at ``agents`` agents (2 by default)."""
+    return SpecBuilder(draw, agents).build()
 
 
 def load(text: str) -> Model:
@@ -619,7 +621,7 @@ def load(text: str) -> Model:
 
 
 @st.composite
-def loaded_specs(draw: Draw) -> tuple[str, Model]:
+def loaded_specs(draw: Draw, agents: int = 2) -> tuple[str, Model]:
     """A random spec's text and its model (asserting that it loads)."""
-    text = draw(specs())
+    text = draw(specs(agents))
     return text, load(text)
