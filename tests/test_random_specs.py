@@ -183,6 +183,16 @@ def test_compiled_agrees_with_reference_many(build_cache: Path,
     compiled_agrees(spec, build_cache)
 
 
+@pytest.mark.slow
+@needs_cc
+@settings(SLOW, max_examples=100)
+@given(spec=loaded_specs(agents=3))
+def test_compiled_agrees_with_reference_at_three_agents(build_cache: Path,
+                                                        spec: tuple[str, Model]) -> None:
+    """Beyond the issue's 2 agents: three give symmetry non-trivial orbits (rotations)."""
+    compiled_agrees(spec, build_cache)
+
+
 # ---------------------------------------------------------------- what the strategy reaches
 
 FEATURES = {
