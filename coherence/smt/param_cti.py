@@ -42,7 +42,11 @@ def find_cti(model: ir.Model, query: Any, budget: Budget,
         solver = z3.Solver()
         budget.limit(solver, CTI_SECONDS, since=start)
         memo: dict[int, Any] = {}
-        solver.add(*(expand(a, elems, NODE, memo) for a in query.assertions))
+        try:
+            unrolled = [expand(a, elems, NODE, memo, [MAX_UNROLLED]) for a in query.assertions]
+        except _TooLarge:  # nested quantifiers: larger sizes only grow, so give up the search
+            return None
+        solver.add(*unrolled)
         solver.add(z3.Distinct(*elems))
         for x in _free_nodes(query.assertions, NODE):
             solver.add(z3.Or(*[x == e for e in elems]))
@@ -51,9 +55,20 @@ def find_cti(model: ir.Model, query: Any, budget: Budget,
     return None
 
 
-def expand(t: Any, elems: list[Any], sort: Any, memo: dict[int, Any]) -> Any:
+class _TooLarge(Exception):
+    """Unrolling the quantifiers would build more than MAX_UNROLLED instances."""
+
+
+# Quantifier instances one CTI search may build (nested quantifiers grow as size^depth: eight
+# nested ones at 4 agents are 6^8 = 1.7 million, minutes of Python before any deadline).
+MAX_UNROLLED = 200_000
+
+
+def expand(t: Any, elems: list[Any], sort: Any, memo: dict[int, Any],
+           left: list[int] | None = None) -> Any:
     """``t`` with every quantifier over ``sort`` unrolled over ``elems``: quantifier-free, so
-    Z3 decides it at once (the universe is exactly ``elems``)."""
+    Z3 decides it at once (the universe is exactly ``elems``). ``left``: a countdown of the
+    instances that may still be built (_TooLarge when it runs out)."""
     key = t.get_id()
     if key in memo:  # the term is kept alive beside its result: Z3 ids are reused otherwise
         return memo[key][1]
@@ -62,12 +77,17 @@ def expand(t: Any, elems: list[Any], sort: Any, memo: dict[int, Any]) -> Any:
         if any(s != sort for s in sorts):
             raise ValueError("a quantifier over another sort")
         body = t.body()
+        if left is not None:
+            left[0] -= len(elems) ** len(sorts)
+            if left[0] < 0:
+                raise _TooLarge
         cases = []
         for values in itertools.product(elems, repeat=len(sorts)):
-            cases.append(expand(z3.substitute_vars(body, *reversed(values)), elems, sort, memo))
+            cases.append(expand(z3.substitute_vars(body, *reversed(values)), elems, sort, memo,
+                                left))
         out = z3.And(*cases) if t.is_forall() else z3.Or(*cases)
     elif z3.is_app(t) and t.num_args() > 0:
-        out = t.decl()(*[expand(c, elems, sort, memo) for c in t.children()])
+        out = t.decl()(*[expand(c, elems, sort, memo, left) for c in t.children()])
     else:
         out = t
     memo[key] = (t, out)
