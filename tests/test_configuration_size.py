@@ -70,3 +70,16 @@ def test_for_loops_and_parameters_multiply() -> None:
         "home machine H { stable state R; init R; }\n"
         "cache machine C { stable state I; init I; on St(v) in I { goto I; } }\n", "s.coh"))
     assert (small.action_instances, big.action_instances) == (4, 40)
+
+
+def test_the_prover_refuses_them_too(capsys: pytest.CaptureFixture[str],
+                                     tmp_path: Path) -> None:
+    names = [f"a{i}" for i in range(40)]
+    quants = "".join(f"forall {x}: agent :: " for x in names)
+    spec = tmp_path / "nested.coh"
+    spec.write_text("param agents = 3;\nhome machine H { stable state R; init R; }\n"
+                    "cache machine C { stable state I; init I; rule go in I { goto I; } }\n"
+                    f"invariant deep: {quants}a0 == a1;\n")
+    assert main(["prove", str(spec), "--agents", "any"]) == 2
+    assert "nested quantifiers" in capsys.readouterr().err
+    assert main(["prove", str(spec), "--agents", "2", "--bmc", "2"]) == 2

@@ -74,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
 
     n, any_n = _agents(args)
     model = drop_properties(load_spec(args.spec, parse_overrides(args.param, n)), args.skip)
+    from coherence.engines.size import refuse_absurd
+    refuse_absurd(model)  # e.g. 40 nested quantifiers: refused before Z3 sees them
     if not model.invariants and not model.properties and not args.json:
         print(f"note: {NOTHING_TO_PROVE}", file=sys.stderr)
     show = progress_enabled(args.progress) and not args.json
