@@ -229,6 +229,8 @@ class Layout:
                              for v in range(model.values)]
                     per_agent.append((view, after))
                 self.monitor.append(per_agent)
+        self._pair_index = {net.name: {p: i for i, p in enumerate(net.pairs)}
+                            for net in self.nets}
         self.bits = self._offset
         self.words = max(1, (self.bits + 63) // 64)
         self.bytes = self.words * 8
@@ -236,6 +238,21 @@ class Layout:
             [i for i, s in enumerate(self.slots) if s.agent == a] for a in range(n)]
         self._slot_shift = [s.offset for s in self.slots]
         self._slot_mask = [s.mask for s in self.slots]
+        # NOTE(layout-speed): without arrays every variable is one slot; pack then walks flat
+        # (shift, lo) lists (a control state is stored as v - 1 + 1, so lo = 1 there)
+        self._flat = all(isinstance(t, int) for trees in (
+            *self.line_globals, *self.line_home, *(c for cs in self.line_caches for c in cs))
+            for t in trees)
+        self._line_specs: list[tuple[list[tuple[int, int]], list[tuple[int, int]],
+                                     list[list[tuple[int, int]]]]] = []
+        if self._flat:
+            def spec(trees: list[Any]) -> list[tuple[int, int]]:
+                return [(self.slots[t].offset, 1 if self.slots[t].kind is SlotKind.STATE
+                         else self.slots[t].lo) for t in trees]
+            for line in range(model.lines):
+                self._line_specs.append((spec(self.line_globals[line]),
+                                         spec(self.line_home[line]),
+                                         [spec(c) for c in self.line_caches[line]]))
 
     # ------------------------------------------------------------ building
 
@@ -360,6 +377,21 @@ class Layout:
         """The state's packed form, as one integer of ``bits`` bits."""
         lines, nets, monitor = state
         codes: list[tuple[int, int]] = []  # (slot, code)
+        if self._flat:
+            out = 0
+            for (gspec, hspec, cspecs), (g, h, caches) in zip(self._line_specs, lines,
+                                                               strict=True):
+                for (shift, lo), v in zip(gspec, g, strict=True):
+                    if v != UNDEF:
+                        out |= (v - lo + 1) << shift
+                for (shift, lo), v in zip(hspec, h, strict=True):
+                    if v != UNDEF:
+                        out |= (v - lo + 1) << shift
+                for cspec, c in zip(cspecs, caches, strict=True):
+                    for (shift, lo), v in zip(cspec, c, strict=True):
+                        if v != UNDEF:
+                            out |= (v - lo + 1) << shift
+            return out | self._pack_rest(nets, monitor)
         for line, (g, h, caches) in enumerate(lines):
             for tree, v in zip(self.line_globals[line], g, strict=True):
                 self._pack_tree(tree, v, codes)
@@ -368,6 +400,15 @@ class Layout:
             for trees, c in zip(self.line_caches[line], caches, strict=True):
                 for tree, v in zip(trees, c, strict=True):
                     self._pack_tree(tree, v, codes)
+        out = self._pack_rest(nets, monitor)
+        shifts = self._slot_shift
+        for slot, code in codes:
+            out |= code << shifts[slot]
+        return out
+
+    def _pack_rest(self, nets: tuple, monitor: tuple) -> int:
+        """The networks and the monitor, packed."""
+        codes: list[tuple[int, int]] = []
         for net, contents in zip(self.nets, nets, strict=True):
             if net.ordering == "unordered":
                 if len(contents) > net.capacity:
@@ -375,7 +416,7 @@ class Layout:
                 records = sorted(self.record_code(net, *msg) for msg in contents)
                 codes.extend(zip(net.slots, records, strict=False))
             elif net.ordering == "fifo":
-                index = {p: i for i, p in enumerate(net.pairs)}
+                index = self._pair_index[net.name]
                 for (src, dst, line), queue in contents:
                     slots = net.queues[index[(line, src, dst)]]
                     if len(queue) > len(slots):
