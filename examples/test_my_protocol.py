@@ -5,5 +5,6 @@ to enumerate), checking its invariants and per-location coherence after every st
 """
 from coherence.testing import protocol_test
 
-TestAcked = protocol_test("specs/broadcast_invalidate_acked.coh", agents=8, lines=4,
+# a relative path is found beside this file, so the test runs from any folder
+TestAcked = protocol_test("../specs/broadcast_invalidate_acked.coh", agents=8, lines=4,
                           params={"capacity": 64})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 import unittest
@@ -104,3 +106,20 @@ def test_the_example_file_runs_under_pytest() -> None:
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "1 passed" in proc.stdout
+
+
+def test_a_relative_spec_path_is_found_beside_the_calling_test_file(tmp_path: Path) -> None:
+    """`protocol_test("my.coh")` in tests/test_x.py finds tests/my.coh from any folder."""
+    here = Path(__file__).resolve().parent.parent
+    shutil.copy(here / "specs" / "msi_snooping.coh", tmp_path / "my.coh")
+    (tmp_path / "test_mine.py").write_text(
+        "from coherence.testing import protocol_test\n"
+        "TestMine = protocol_test('my.coh', max_examples=3, steps=5)\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           str(tmp_path / "test_mine.py")], cwd=elsewhere, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(here)},
+                          timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed" in done.stdout

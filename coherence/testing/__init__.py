@@ -14,6 +14,7 @@ any history (``check_coherence``, ``check_sc``).
 
 from __future__ import annotations
 
+import inspect
 import unittest
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -64,13 +65,23 @@ def state_machine(spec: str | Path | ir.Model, *, oracle: str = "coherence",
     return build_machine(model, oracle)
 
 
+def _beside_caller(spec: str | Path | ir.Model, caller: str) -> str | Path | ir.Model:
+    if isinstance(spec, (str, Path)) and not Path(spec).is_absolute():
+        beside = Path(caller).resolve().parent / spec
+        if beside.exists():
+            return beside
+    return spec
+
+
 def protocol_test(spec: str | Path | ir.Model, *, max_examples: int = 100, steps: int = 50,
                   oracle: str = "coherence", agents: int | None = None,
                   lines: int | None = None, values: int | None = None,
                   params: Mapping[str, int] | None = None,
                   skip: Iterable[str] = ()) -> type[unittest.TestCase]:
     """A ``unittest.TestCase`` (collected by pytest) that runs ``max_examples`` random runs of
-    up to ``steps`` steps each. Relative spec paths are relative to the working directory."""
+    up to ``steps`` steps each. A relative spec path is taken relative to the test file that
+    calls this (so the test runs from any folder), else to the working directory."""
+    spec = _beside_caller(spec, inspect.stack()[1].filename)
     machine = state_machine(spec, oracle=oracle, agents=agents, lines=lines, values=values,
                             params=params, skip=skip)
     case = machine.TestCase  # a new class at each access: set its settings once
