@@ -13,6 +13,7 @@ from coherence.engines import check
 from coherence.errors import SpecError
 from coherence.ir import Model
 from coherence.results import CheckOptions
+from coherence.semantics import Semantics, State
 from coherence.smt.bmc import bmc
 from coherence.spec.load import load_spec_text
 
@@ -187,3 +188,19 @@ LIBRARY_VERDICTS: dict[str, dict[str, int] | None] = {
     MESI_DIR: None,
     GPU_WT: None,
 }
+
+
+def first_states(sem: Semantics, cap: int) -> list[State]:
+    """The first ``cap`` reachable states in breadth-first order (a prefix, never an error)."""
+    seen: set[State] = set()
+    order: list[State] = []
+    frontier = list(sem.initial_states())
+    while frontier and len(order) < cap:
+        s = frontier.pop(0)
+        if s in seen:
+            continue
+        seen.add(s)
+        order.append(s)
+        outcomes, _ = sem.enabled(s)
+        frontier.extend(o.state for o in outcomes if o.state is not None)
+    return order

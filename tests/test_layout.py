@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers import first_states
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,25 +23,10 @@ def test_spec_lists_are_not_empty() -> None:
     assert len(SPECS) >= 8 and len(MUTANTS) >= 30 and GOLDEN
 
 
-def reachable(sem: Semantics, cap: int) -> list:
-    seen: set = set()
-    order = []
-    frontier = list(sem.initial_states())
-    while frontier and len(order) < cap:
-        s = frontier.pop(0)
-        if s in seen:
-            continue
-        seen.add(s)
-        order.append(s)
-        outcomes, _ = sem.enabled(s)
-        frontier.extend(o.state for o in outcomes if o.state is not None)
-    return order
-
-
 def round_trip(path: Path, agents: int, cap: int) -> int:
     model = load_spec(str(path), {"agents": agents})
     layout = Layout(model)
-    states = reachable(Semantics(model), cap)
+    states = first_states(Semantics(model), cap)
     for s in states:
         code = layout.pack(s)
         assert 0 <= code < 1 << layout.bits
@@ -131,7 +117,7 @@ def test_a_whole_array_can_be_undefined() -> None:
 
 def round_trip_model(model) -> int:  # type: ignore[no-untyped-def]
     layout = Layout(model)
-    states = reachable(Semantics(model), 1000)
+    states = first_states(Semantics(model), 1000)
     for s in states:
         assert layout.unpack(layout.pack(s)) == s
     return len(states)

@@ -20,6 +20,7 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers import first_states
 from hypothesis import HealthCheck, Phase, assume, given, note, settings
 from strategies import loaded_specs, specs
 
@@ -29,7 +30,7 @@ from coherence.engines.driver import NOT_SYMMETRIC
 from coherence.ir import Model
 from coherence.layout import Layout
 from coherence.results import CheckOptions, CheckResult
-from coherence.semantics import Semantics, State
+from coherence.semantics import Semantics
 
 ROUND_TRIP_STATES = 300
 CAP = 1500  # states of one reference search
@@ -50,21 +51,6 @@ def compiler_missing() -> str | None:
     return None
 
 
-def reachable(sem: Semantics, cap: int) -> list[State]:
-    seen: set[State] = set()
-    order: list[State] = []
-    frontier = list(sem.initial_states())
-    while frontier and len(order) < cap:
-        s = frontier.pop(0)
-        if s in seen:
-            continue
-        seen.add(s)
-        order.append(s)
-        outcomes, _ = sem.enabled(s)
-        frontier.extend(o.state for o in outcomes if o.state is not None)
-    return order
-
-
 def lengths(result: CheckResult) -> dict[tuple[str, ...], int]:
     """Failure key -> shortest counterexample length (one failure per key, by design)."""
     out = {f.key: f.length for f in result.failures}
@@ -82,7 +68,7 @@ def reference(model: Model, symmetry: bool) -> CheckResult:
 
 def round_trip(model: Model) -> None:
     layout = Layout(model)
-    states = reachable(Semantics(model), ROUND_TRIP_STATES)
+    states = first_states(Semantics(model), ROUND_TRIP_STATES)
     assert states
     for s in states:
         code = layout.pack(s)
