@@ -132,3 +132,24 @@ def test_console_script_runs() -> None:
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     assert "verdict: HOLDS" in proc.stdout
+
+
+def test_every_verb_and_option_has_help_text() -> None:
+    import argparse
+
+    from coherence.cli import build_parser
+
+    missing = []
+
+    def walk(parser: argparse.ArgumentParser, path: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    if not sub.description:
+                        missing.append(f"{path} {name}")
+                    walk(sub, f"{path} {name}")
+            elif action.help is None:
+                missing.append(f"{path} {'/'.join(action.option_strings) or action.dest}")
+
+    walk(build_parser(), "coherence")
+    assert missing == []

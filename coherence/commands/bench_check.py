@@ -17,7 +17,8 @@ DEFAULT_SPEC = str(Path(__file__).resolve().parents[2] / "specs"
 def add_args(p: argparse.ArgumentParser) -> None:
     from coherence.commands.options import positive_int
     from coherence.engines import ENGINE_NAMES
-    p.add_argument("spec", nargs="?", default=DEFAULT_SPEC)
+    p.add_argument("spec", nargs="?", default=DEFAULT_SPEC,
+                   help="the spec to measure (default: specs/broadcast_invalidate_acked.coh)")
     add_param_args(p)
     p.add_argument("--repeat", type=positive_int, default=1, help="runs per configuration")
     p.add_argument("--engine", choices=ENGINE_NAMES[1:], default="reference",

@@ -26,7 +26,8 @@ def add_args(p: argparse.ArgumentParser) -> None:
                    help="drop this invariant or property (repeatable)")
     p.add_argument("--proofs", nargs="*", default=DEFAULT_SPECS, metavar="SPEC",
                    help="specs whose --agents any proof is timed (coherence monitors skipped)")
-    p.add_argument("--proof-timeout", type=positive_seconds, default=300.0, metavar="S")
+    p.add_argument("--proof-timeout", type=positive_seconds, default=300.0, metavar="S",
+                   help="seconds each proof may take (default: 300)")
     p.add_argument("--rlimit", type=positive_int, metavar="N",
                    help="bound each Z3 check of the proofs by N resource units (see prove)")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")

@@ -27,21 +27,28 @@ def add_args(p: argparse.ArgumentParser) -> None:
     )
     sub = p.add_subparsers(dest="hw_verb", metavar="ACTION", parser_class=type(p))
     sub.required = True
-    r = sub.add_parser("run", help="run litmus tests and variants on this machine's GPU")
+    r = sub.add_parser("run", help="run litmus tests and variants on this machine's GPU",
+                       description="run litmus tests and variants on this machine's GPU")
     r.add_argument("tests", nargs="*", default=["all"], metavar="TEST",
                    help="litmus files or catalogue names (default: all)")
-    r.add_argument("--variant", "-V", action="append", default=[], metavar="NAME")
+    r.add_argument("--variant", "-V", action="append", default=[], metavar="NAME",
+                   help="run only this variant of each test (repeatable; default: all)")
     r.add_argument("--launches", type=positive_int, default=20, help="launches per variant")
-    r.add_argument("--stress-iters", type=nonnegative_int, default=64)
-    r.add_argument("--seed", type=any_int, default=1)
+    r.add_argument("--stress-iters", type=nonnegative_int, default=64,
+                   help="memory-stress iterations of the idle threads per instance "
+                        "(default: 64)")
+    r.add_argument("--seed", type=any_int, default=1,
+                   help="seed of the harness's random choices (default: 1)")
     r.add_argument("--out", type=output_file, metavar="FILE",
                    help="results JSON (default: results/hw-DATE.json)")
     r.add_argument("--keep-build", type=output_dir, metavar="DIR",
                    help="keep each variant's CUDA source, cubin and SASS under DIR")
-    r.add_argument("--json", action="store_true")
+    r.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     r.set_defaults(run=run_hw)
-    rep = sub.add_parser("report", help="render saved results: table (Markdown) and PNG")
-    rep.add_argument("results", nargs="+", metavar="RESULTS.json")
+    rep = sub.add_parser("report", help="render saved results: table (Markdown) and PNG",
+                         description="render saved results: table (Markdown) and PNG")
+    rep.add_argument("results", nargs="+", metavar="RESULTS.json",
+                     help="results files written by `coherence hw run`")
     rep.add_argument("--model", action="append", default=[], metavar="SPEC",
                      help="protocol model to compare with (repeatable; default: the three "
                           "bundled GPU models)")
@@ -50,13 +57,16 @@ def add_args(p: argparse.ArgumentParser) -> None:
                           "litmus --core; default pipelined, as GPU SMs issue)")
     rep.add_argument("--out-dir", type=output_dir, metavar="DIR",
                      help="write report.md and report.png here")
-    rep.add_argument("--json", action="store_true")
+    rep.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     rep.set_defaults(run=report)
-    b = sub.add_parser("bench", help="copy bandwidth and latencies beside the seed's claims")
-    b.add_argument("--repeats", type=positive_int, default=5)
+    b = sub.add_parser("bench", help="copy bandwidth and latencies beside the seed's claims",
+                       description="copy bandwidth and latencies beside the seed's claims")
+    b.add_argument("--repeats", type=positive_int, default=5,
+                   help="timed launches of each measurement; the median is kept (default: 5)")
     b.add_argument("--quick", action="store_true", help="smaller sizes (for tests)")
-    b.add_argument("--out", type=output_file, metavar="FILE")
-    b.add_argument("--json", action="store_true")
+    b.add_argument("--out", type=output_file, metavar="FILE",
+                   help="results JSON (default: results/bench-DATE.json)")
+    b.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     b.set_defaults(run=bench)
 
 
