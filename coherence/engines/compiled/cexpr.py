@@ -408,13 +408,17 @@ class Frame:
         else:
             v = self.ex(s.value)
             self._range_check(v, t, span)
-            if isinstance(target, ir.MVar) and target.agent is not None:
-                a = self.agent(target.agent, span)
-                slot = f"{self.cm.cache_block('line', a)}+{self.cm.cstart[target.name]}"
-                shape = self.cm.cshape[target.name]
-            else:
-                slot, shape = self.place(target)
+            slot, shape = self._variable_slot(target, span)
         self.emit(f"co_setv(u, {slot}, (unsigned)CO_ENC({v}, {shape.lo}));")
+
+    def _variable_slot(self, target: ir.Expr, span: Span) -> tuple[str, Shape]:
+        """The first slot and shape of a whole variable: a cache's (its agent evaluated
+        here, with its errors) or a global's or the home's."""
+        if isinstance(target, ir.MVar) and target.agent is not None:
+            a = self.agent(target.agent, span)
+            return (f"{self.cm.cache_block('line', a)}+{self.cm.cstart[target.name]}",
+                    self.cm.cshape[target.name])
+        return self.place(target)
 
     def _assign_array(self, s: ir.Assign) -> None:
         """A whole array: ``undefine a`` (flag and elements 0) or a copy of another array
@@ -426,12 +430,7 @@ class Frame:
             d = self.let(slot)
         src = self._array_value(s)
         if not isinstance(target, ir.Index):
-            if isinstance(target, ir.MVar) and target.agent is not None:
-                a = self.agent(target.agent, span)
-                slot = f"{self.cm.cache_block('line', a)}+{self.cm.cstart[target.name]}"
-                shape = self.cm.cshape[target.name]
-            else:
-                slot, shape = self.place(target)
+            slot, shape = self._variable_slot(target, span)
             d = self.let(slot)
         if src is None:
             if not shape.flag:
