@@ -71,13 +71,15 @@ def parse_header(path: Path) -> Mutant:
                   int(agents), split(fields.get("SKIP", "")))
 
 
-def run_mutant(mutant: Mutant, agents: int | None = None) -> MutantResult:
+def run_mutant(mutant: Mutant, agents: int | None = None,
+               params: dict[str, int] | None = None) -> MutantResult:
     from coherence.engines import check
     from coherence.results import CheckOptions
     from coherence.spec.load import load_spec
     from coherence.spec.select import drop_properties
 
-    model = drop_properties(load_spec(mutant.path, {"agents": agents or mutant.agents}),
+    model = drop_properties(load_spec(mutant.path, {**(params or {}),
+                                                    "agents": agents or mutant.agents}),
                             list(mutant.skip))
     t0 = time.perf_counter()
     result = check(model, CheckOptions(symmetry=True, stop_at_first=True))

@@ -996,7 +996,7 @@ class Semantics:
                     continue
                 if not ok:
                     out.append(Violation("invariant", inv.name, f"invariant {inv.name} is "
-                                         f"violated on line {line}", line,
+                                         f"violated on cache line {line}", line,
                                          ("invariant", inv.name)))
         return out
 

@@ -22,6 +22,9 @@ def add_args(p: argparse.ArgumentParser) -> None:
                    help="seconds of BMC per agent count (default: 60)")
     p.add_argument("--bmc-depth", type=nonnegative_int, default=10_000, metavar="K",
                    help="stop BMC at depth K even within the budget (default: 10000)")
+    p.add_argument("--param", "-p", action="append", default=[], metavar="NAME=VALUE",
+                   help="override a parameter of the BMC spec (repeatable; agents come from "
+                        "--agents-list)")
     p.add_argument("--skip", action="append", default=[], metavar="NAME",
                    help="drop this invariant or property (repeatable)")
     p.add_argument("--proofs", nargs="*", default=DEFAULT_SPECS, metavar="SPEC",
@@ -35,9 +38,15 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from coherence.commands.common import out_console
+    from coherence.errors import NO_SPAN, SpecError
+    from coherence.spec.load import parse_overrides
 
+    params = parse_overrides(args.param)
+    if "agents" in params:
+        raise SpecError("--param agents: the agent counts come from --agents-list", NO_SPAN)
     agents = [int(x) for x in args.agents_list.split(",") if x.strip()]
-    bmc_runs = [bmc_rows(args.spec, n, args.budget, args.skip, args.bmc_depth) for n in agents]
+    bmc_runs = [bmc_rows(args.spec, n, args.budget, args.skip, args.bmc_depth, params)
+                for n in agents]
     proofs = [proof_row(s, args.proof_timeout, args.rlimit) for s in args.proofs]
     doc = {"tool": "coherence bench prove", "spec": args.spec, "bmc": bmc_runs,
            "proofs": proofs}

@@ -18,6 +18,7 @@ DEFAULT_MODELS = ["specs/broadcast_invalidate.coh", "specs/broadcast_invalidate_
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
+    from coherence.commands.litmus import add_core_arg
     from coherence.commands.options import (
         any_int,
         nonnegative_int,
@@ -52,9 +53,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
     rep.add_argument("--model", action="append", default=[], metavar="SPEC",
                      help="protocol model to compare with (repeatable; default: the three "
                           "bundled GPU models)")
-    rep.add_argument("--core", choices=["blocking", "pipelined"], default="pipelined",
-                     help="processor model the protocol models run with (see coherence "
-                          "litmus --core; default pipelined, as GPU SMs issue)")
+    add_core_arg(rep)  # as `litmus --core`; the H200 report used --core pipelined
     rep.add_argument("--out-dir", type=output_dir, metavar="DIR",
                      help="write report.md and report.png here")
     rep.add_argument("--json", action="store_true", help="print one JSON document on stdout")

@@ -22,15 +22,23 @@ def add_args(p: argparse.ArgumentParser) -> None:
                         "coherence.litmus.variants)")
     p.add_argument("--param", "-p", action="append", default=[], metavar="NAME=VALUE",
                    help="override a spec parameter (agents, lines, values are set per test)")
-    p.add_argument("--core", choices=["blocking", "pipelined"], default="blocking",
-                   help="blocking: a thread waits for each operation; pipelined: later "
-                        "accesses to other lines issue while earlier ones are outstanding, "
-                        "up to an ordering point (a GPU SM's scoreboard). Default: blocking")
+    add_core_arg(p)
     p.add_argument("--max-states", type=positive_int, metavar="N",
                    help="stop a test's exploration after N states (result: incomplete)")
     p.add_argument("--outcomes", action="store_true",
                    help="list every allowed outcome, not only the condition's verdict")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+
+
+def add_core_arg(p: argparse.ArgumentParser) -> None:
+    """``--core``, one option with one default for ``litmus`` and ``hw report``."""
+    from coherence.litmus.model import CORES, DEFAULT_CORE
+    p.add_argument("--core", choices=CORES, default=DEFAULT_CORE,
+                   help="the processor each thread runs on. blocking: a thread waits for each "
+                        "operation, so every weak outcome comes from the protocol; pipelined: "
+                        "later accesses to other lines issue while earlier ones are "
+                        "outstanding, up to an ordering point (a GPU SM's scoreboard). "
+                        f"Default: {DEFAULT_CORE}")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,6 +13,8 @@ HELP = "check every mutant spec in a directory: mutation score, counterexample l
 def add_args(p: argparse.ArgumentParser) -> None:
     from coherence.commands.options import int_at_least
     p.add_argument("directory", help="a directory of mutant specs (e.g. specs/mutants/)")
+    p.add_argument("--param", "-p", action="append", default=[], metavar="NAME=VALUE",
+                   help="override a parameter of every mutant (repeatable)")
     p.add_argument("--agents", "-n", type=int_at_least(1, 8), metavar="N",
                    help="override each mutant's AGENTS")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
@@ -23,7 +25,10 @@ def run(args: argparse.Namespace) -> int:
 
     from coherence.commands.common import err_console, out_console
     from coherence.mutants import find_mutants, parse_header, run_mutant
+    from coherence.spec.load import parse_overrides
 
+    params = parse_overrides(args.param, args.agents)
+    agents = params.pop("agents", None)
     paths = find_mutants(args.directory)
     mutants = [parse_header(p) for p in paths]
     results = []
@@ -32,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         task = progress.add_task("mutants", total=len(mutants))
         for m in mutants:
             progress.update(task, description=m.path)
-            results.append(run_mutant(m, args.agents))
+            results.append(run_mutant(m, agents, params))
             progress.advance(task)
     caught = sum(r.caught for r in results)
     score = caught / len(results) if results else 0.0

@@ -13,7 +13,7 @@ from typing import Any
 from coherence.errors import Span, SpecError, read_source
 from coherence.litmus.catalogue import find_test
 from coherence.litmus.compare import Comparison, compare
-from coherence.litmus.model import model_overrides, program_key, run_on_model
+from coherence.litmus.model import DEFAULT_CORE, model_overrides, program_key, run_on_model
 from coherence.litmus.program import Litmus, Outcome, holds, outcome_dict
 from coherence.litmus.sc import sc_outcomes
 from coherence.litmus.variants import apply_variant
@@ -49,7 +49,7 @@ def observed(test: Litmus, hist: dict[str, int]) -> dict[Outcome, int]:
 class Verdicts:
     """Model runs are cached per (spec, compiled program): many variants share one."""
 
-    def __init__(self, specs: list[str], core: str = "pipelined") -> None:
+    def __init__(self, specs: list[str], core: str = DEFAULT_CORE) -> None:
         self.specs = specs
         self.core = core
         self._cache: dict[tuple, set[Outcome]] = {}
@@ -72,9 +72,9 @@ class Verdicts:
 
 
 def rows(docs: Iterable[dict[str, Any]], specs: list[str],
-         core: str = "pipelined") -> list[dict[str, Any]]:
+         core: str = DEFAULT_CORE) -> list[dict[str, Any]]:
     """One row per test and variant. GPU cores issue later loads while earlier ones are
-    outstanding, so models run with the pipelined core unless told otherwise."""
+    outstanding, so a comparison with a GPU wants ``core="pipelined"``."""
     v = Verdicts(specs, core)
     out = []
     for doc in docs:
@@ -105,7 +105,7 @@ def rows(docs: Iterable[dict[str, Any]], specs: list[str],
 
 
 def markdown(table: list[dict[str, Any]], provenance: dict[str, Any] | None,
-             core: str = "pipelined") -> str:
+             core: str = DEFAULT_CORE) -> str:
     models = list(table[0]["models"]) if table else []
     lines = []
     if provenance:

@@ -56,6 +56,10 @@ class Step(NamedTuple):
 
 
 CORES = ("blocking", "pipelined")
+# The one default of `litmus --core` and `hw report --core` (and of the functions below): a
+# blocking core shows only the weak behaviours the protocol itself allows; `pipelined` adds a
+# GPU SM's issue of later accesses while earlier ones are outstanding.
+DEFAULT_CORE = "blocking"
 
 
 @attrs.define
@@ -132,7 +136,7 @@ def _check_fit(model: ir.Model, test: Litmus) -> None:
 
 class _Runner:
     def __init__(self, model: ir.Model, test: Litmus, max_states: int | None,
-                 core: str = "blocking") -> None:
+                 core: str = DEFAULT_CORE) -> None:
         self.pipelined = core == "pipelined"
         self.model = attrs.evolve(model, invariants=(), properties=())
         self.sem = Semantics(self.model)
@@ -286,7 +290,7 @@ class _Runner:
 
 
 def run_on_model(model: ir.Model, test: Litmus, max_states: int | None = None,
-                 core: str = "blocking") -> ModelResult:
+                 core: str = DEFAULT_CORE) -> ModelResult:
     """Every outcome ``model`` allows for ``test`` (the model must be loaded with
     ``agents`` = threads, ``lines`` = locations, ``values`` > every value used)."""
     _check_fit(model, test)

@@ -18,14 +18,14 @@ DEFAULT_SPECS = [str(SPECS / n) for n in (
 
 
 def bmc_rows(spec: str, agents: int, budget: float, skip: list[str],
-              max_depth: int = 10_000) -> dict[str, Any]:
+              max_depth: int = 10_000, params: dict[str, int] | None = None) -> dict[str, Any]:
     from coherence.engines import check
     from coherence.results import CheckOptions
     from coherence.smt.bmc import bmc
     from coherence.spec.load import load_spec
     from coherence.spec.select import drop_properties
 
-    model = drop_properties(load_spec(spec, {"agents": agents}), skip)
+    model = drop_properties(load_spec(spec, {**(params or {}), "agents": agents}), skip)
     result = bmc(model, max_depth, all_failures=True, timeout=budget)
     rows = []
     for d in result.depths:

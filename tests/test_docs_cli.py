@@ -1,0 +1,94 @@
+"""What the README says about the command line, checked against the argparse parser itself:
+which verbs take ``--param``, ``--agents`` and ``--json``, and one ``--core`` default."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+
+import pytest
+from helpers import ROOT
+
+from coherence.cli import build_parser, main
+from coherence.litmus.model import DEFAULT_CORE
+
+
+def leaf_parsers() -> dict[str, argparse.ArgumentParser]:
+    """Every runnable command line ('check', 'bench prove', 'hw report', ...) and its parser."""
+    out: dict[str, argparse.ArgumentParser] = {}
+
+    def walk(parser: argparse.ArgumentParser, path: str) -> None:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs:
+            out[path] = parser
+            return
+        for name, sub in subs[0].choices.items():
+            walk(sub, f"{path} {name}".strip())
+
+    walk(build_parser(), "")
+    return out
+
+
+def options(parser: argparse.ArgumentParser) -> set[str]:
+    return {o for a in parser._actions for o in a.option_strings}
+
+
+def test_the_walk_finds_every_verb() -> None:
+    leaves = leaf_parsers()
+    assert {"check", "prove", "litmus", "mutants", "bench prove", "hw report"} <= set(leaves)
+    assert len(leaves) >= 14
+
+
+def _claim() -> str:
+    text = " ".join(ROOT.joinpath("README.md").read_text().split())
+    m = re.search(r"Every verb takes `--json`\..*?neither by [^.]*\.", text)
+    assert m, "README: the sentence 'Every verb takes `--json`. ...' is missing"
+    return m.group()
+
+
+def _verbs(fragment: str) -> set[str]:
+    return set(re.findall(r"`([a-z][a-z ]*[a-z])`", fragment))
+
+
+def test_readme_says_exactly_which_verbs_take_param_agents_and_json() -> None:
+    claim = _claim()
+    both_part, _, rest = claim.partition("`--param` alone by")
+    param_part, _, neither_part = rest.partition("neither by")
+    assert both_part and param_part and neither_part, claim
+    leaves = leaf_parsers()
+    actual_both = {v for v, p in leaves.items() if {"--param", "--agents"} <= options(p)}
+    actual_param = {v for v, p in leaves.items()
+                    if "--param" in options(p) and "--agents" not in options(p)}
+    actual_neither = {v for v, p in leaves.items() if not {"--param", "--agents"} & options(p)}
+    assert not [v for v, p in leaves.items()
+                if "--agents" in options(p) and "--param" not in options(p)]
+    assert _verbs(both_part.partition("are taken by")[2]) == actual_both
+    assert _verbs(param_part) == actual_param
+    assert _verbs(neither_part) == actual_neither
+    assert [v for v, p in leaves.items() if "--json" not in options(p)] == []
+
+
+def test_litmus_and_hw_report_share_the_core_default() -> None:
+    leaves = leaf_parsers()
+    defaults = {}
+    for verb, parser in leaves.items():
+        for action in parser._actions:
+            if "--core" in action.option_strings:
+                defaults[verb] = action.default
+    assert defaults == {"litmus": DEFAULT_CORE, "hw report": DEFAULT_CORE}
+    assert leaves["litmus"].parse_args(["S", "MP"]).core == DEFAULT_CORE
+    assert leaves["hw report"].parse_args(["r.json"]).core == DEFAULT_CORE
+
+
+def test_mutants_and_bench_prove_apply_param(capsys: pytest.CaptureFixture[str]) -> None:
+    mutant = str(ROOT / "specs" / "mutants" / "msi_snoop_owner_keeps_m.coh")
+    states = []
+    for extra in ([], ["--param", "lines=2"]):
+        assert main(["mutants", mutant, "--json", *extra]) == 0
+        states.append(json.loads(capsys.readouterr().out)["results"][0]["states"])
+    assert states[1] > states[0]
+    assert main(["mutants", mutant, "--param", "nope=1"]) == 2
+    assert "no parameter 'nope'" in capsys.readouterr().err
+    assert main(["bench", "prove", "--param", "agents=2", "--proofs"]) == 2
+    assert "--agents-list" in capsys.readouterr().err
