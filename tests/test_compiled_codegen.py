@@ -20,8 +20,8 @@ from pathlib import Path
 import attrs
 import pytest
 
-from coherence.engines.compiled.cmodel import CodegenError
-from coherence.engines.compiled.codegen import generate
+from coherence.engines.cgen.cmodel import CodegenError
+from coherence.engines.cgen.codegen import generate
 from coherence.engines.compiled.cshim import ENTRY_POINTS, PREAMBLE, Shim
 from coherence.ir import Model
 from coherence.layout import Layout

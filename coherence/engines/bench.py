@@ -164,8 +164,8 @@ def measure(row: Row, tool: str, spec: dict[str, Any]) -> dict[str, Any]:
         engine = "reference" if tool == "reference" else "compiled"
         build_s = 0.0
         if engine == "compiled":  # build now (cached by hash), so that the search runs alone
+            from coherence.engines.cgen.codegen import generate
             from coherence.engines.compiled.build import build
-            from coherence.engines.compiled.codegen import generate
             from coherence.layout import Layout
 
             t = time.perf_counter()

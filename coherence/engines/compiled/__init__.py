@@ -1,5 +1,6 @@
-"""The compiled engine (issue 13): each model generated as C (``codegen``) and explored by a
-fixed multi-threaded C runtime (``runtime/``), built with the system compiler (``build``)."""
+"""The compiled engine (issue 13): each model generated as C (``coherence.engines.cgen``)
+and explored by a fixed multi-threaded C runtime (``runtime/``), built with the system
+compiler (``build``)."""
 
 from coherence.engines.compiled.build import BuildError, CompilerNotFound
 from coherence.engines.compiled.engine import CompiledEngine

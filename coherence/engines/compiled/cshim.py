@@ -20,7 +20,7 @@ from pathlib import Path
 
 import attrs
 
-from coherence.engines.compiled.codegen import GeneratedModel
+from coherence.engines.cgen.codegen import GeneratedModel
 
 PREAMBLE = r"""
 #include <stdint.h>

@@ -257,7 +257,7 @@ class CompiledEngine:
 
     def explore(self, model: ir.Model, layout: Layout, options: CheckOptions) -> RawResult:
         from coherence.engines import EngineUnavailable
-        from coherence.engines.compiled.codegen import CodegenError, generate
+        from coherence.engines.cgen.codegen import CodegenError, generate
 
         try:
             generated = generate(model, layout)

@@ -26,7 +26,7 @@ are idle and named nowhere, the common case, cost one comparison each instead of
 from __future__ import annotations
 
 from coherence import ir
-from coherence.engines.compiled.cmodel import CModel, Shape
+from coherence.engines.cgen.cmodel import CModel, Shape
 
 
 def _renames(t: ir.Type) -> bool:

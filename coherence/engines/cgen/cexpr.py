@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from coherence import ir
-from coherence.engines.compiled.cmodel import CModel, CodegenError, Shape
+from coherence.engines.cgen.cmodel import CModel, CodegenError, Shape
 from coherence.errors import Span
 from coherence.semantics import BUS_NESTING_LIMIT
 
