@@ -27,6 +27,10 @@ def add_args(p: argparse.ArgumentParser) -> None:
                    help="stop a test's exploration after N states (result: incomplete)")
     p.add_argument("--outcomes", action="store_true",
                    help="list every allowed outcome, not only the condition's verdict")
+    p.add_argument("--witness", action="store_true",
+                   help="for each outcome the model allows, print the shortest run that ends "
+                        "in it, as numbered steps (as `coherence check` prints a "
+                        "counterexample); in --json, each row's 'witnesses'")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
 
 
@@ -68,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
             vt = apply_variant(test, v)
             key = program_key(model, vt)
             if key not in cache:
-                cache[key] = run_on_model(model, vt, args.max_states, args.core)
+                cache[key] = run_on_model(model, vt, args.max_states, args.core,
+                                          witnesses=args.witness)
             res = cache[key]
             allowed = sorted(res.outcomes)
             cond_model = any(holds(test.condition, outcome_dict(test, o)) for o in allowed)
@@ -87,6 +92,17 @@ def run(args: argparse.Namespace) -> int:
                 "events": res.events_used, "states": res.states,
                 "errors": res.errors, "stuck": res.stuck, "stopped": res.stopped,
             })
+            if args.witness:
+                rows[-1]["lines"] = {loc: i for i, loc in enumerate(test.locations)}
+                rows[-1]["threads"] = [f"{model.caches[0].name}[{t}]"
+                                       for t in range(len(test.threads))]
+                rows[-1]["witnesses"] = [
+                    {"outcome": outcome_text(test, o),
+                     "condition": holds(test.condition, outcome_dict(test, o)),
+                     "beyond_sc": o not in sc,
+                     "steps": [step.to_json() for step in res.witnesses[o]],
+                     "text": [step.render() for step in res.witnesses[o]]}
+                    for o in allowed]
     if args.json:
         emit_json({"schema": 1, "tool": "coherence litmus", "spec": args.spec, "core": args.core,
                    "results": rows, "exit_code": worst,
@@ -122,3 +138,20 @@ def _print(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
         if args.outcomes:
             out.print(f"{r['test']} {r['variant']}: model allows "
                       f"{'; '.join(r['model_outcomes'])}", markup=False)
+    for r in rows:
+        if "witnesses" in r:
+            _print_witnesses(out, r)
+
+
+def _print_witnesses(out: Any, r: dict[str, Any]) -> None:
+    where = ", ".join(f"{loc} is line {i}" for loc, i in r["lines"].items())
+    threads = ", ".join(f"thread {t} on {name}" for t, name in enumerate(r["threads"]))
+    out.print(f"\n{r['test']} {r['variant']}: {len(r['witnesses'])} allowed outcomes "
+              f"({threads}; {where})", markup=False)
+    for w in r["witnesses"]:
+        notes = [n for n, on in (("the condition", w["condition"]),
+                                 ("beyond SC", w["beyond_sc"])) if on]
+        note = f" ({', '.join(notes)})" if notes else ""
+        out.print(f"\nwitness of {w['outcome']}{note}: {len(w['steps'])} steps", markup=False)
+        for text in w["text"]:
+            out.print(text, markup=False)

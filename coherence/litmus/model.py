@@ -26,6 +26,7 @@ answer: the protocol has no ordering knob to turn.
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -33,10 +34,12 @@ import attrs
 
 from coherence import ir
 from coherence.errors import NO_SPAN, SpecError
-from coherence.explore import bfs
+from coherence.explore import Search, bfs
 from coherence.litmus.program import Litmus, Op, Outcome
 from coherence.semantics import Action, Semantics, State
 from coherence.semantics import Outcome as SemOutcome
+from coherence.trace import Step as TraceStep
+from coherence.trace import TraceReplayError, describe
 
 PRELUDE = "_prelude"
 _NONE = -1  # a register not yet loaded
@@ -72,6 +75,8 @@ class ModelResult:
     stuck: int
     stopped: str | None = None
     events_used: list[str] = attrs.Factory(list)
+    # for each outcome (when asked for): the shortest run that ends in it, as trace steps
+    witnesses: dict[Outcome, list[TraceStep]] = attrs.Factory(dict)
 
     @property
     def complete(self) -> bool:
@@ -136,8 +141,9 @@ def _check_fit(model: ir.Model, test: Litmus) -> None:
 
 class _Runner:
     def __init__(self, model: ir.Model, test: Litmus, max_states: int | None,
-                 core: str = DEFAULT_CORE) -> None:
+                 core: str = DEFAULT_CORE, witnesses: bool = False) -> None:
         self.pipelined = core == "pipelined"
+        self.want_witnesses = witnesses
         self.model = attrs.evolve(model, invariants=(), properties=())
         self.sem = Semantics(self.model)
         self.cache = self.model.caches[0]
@@ -169,22 +175,37 @@ class _Runner:
         regs = tuple(_NONE for _ in range(self.nregs))
         idle = ((),) * n
         start = [(s, (0,) * n, idle, regs, mem) for s in self.sem.initial_states()]
+        prelude: tuple[Search[tuple], dict[tuple, int]] | None = None
         if any(self.prelude):
             pipelined, self.pipelined = self.pipelined, False
-            settled = self.explore(start, self.prelude)
+            search, settled = self.explore(start, self.prelude)
             self.pipelined = pipelined
-            start = [(k[0], (0,) * n, idle, k[3], k[4]) for k in settled]
-        finals = self.explore(start, self.programs)
+            origin: dict[tuple, int] = {}
+            for i in settled:
+                k = search.nodes[i]
+                origin.setdefault((k[0], (0,) * n, idle, k[3], k[4]), i)
+            prelude = (search, origin)
+            start = list(origin)
+        search, finals = self.explore(start, self.programs)
         nr = len(self.regs)
-        outcomes = {(*k[3][:nr], *k[4]) for k in finals}
-        return ModelResult(outcomes, self.states, list(self.errors), self.stuck, self.stopped,
-                           self.events_used)
+        first: dict[Outcome, int] = {}
+        for i in finals:  # breadth-first order: the first final of an outcome is the nearest
+            k = search.nodes[i]
+            first.setdefault((*k[3][:nr], *k[4]), i)
+        result = ModelResult(set(first), self.states, list(self.errors), self.stuck,
+                             self.stopped, self.events_used)
+        if self.want_witnesses:
+            result.witnesses = {o: self.witness(search, i, prelude) for o, i in first.items()}
+        return result
 
-    def explore(self, start: list[tuple], programs: list[list[Step]]) -> list[tuple]:
-        """Every final node (programs done, protocol quiescent) reachable from ``start``."""
-        finals: list[tuple] = []
+    def explore(self, start: list[tuple],
+                programs: list[list[Step]]) -> tuple[Search[tuple], list[int]]:
+        """The search from ``start`` and its final nodes (programs done, protocol quiescent),
+        in breadth-first order."""
+        finals: list[int] = []
+        search: Search[tuple] = Search()
 
-        def expand(_i: int, key: tuple, add: Callable[[tuple], int]) -> None:
+        def expand(i: int, key: tuple, add: Callable[[tuple], int]) -> None:
             self.states += 1
             if self.max_states is not None and self.states >= self.max_states:
                 self.stopped = f"--max-states {self.max_states} reached"
@@ -193,15 +214,39 @@ class _Runner:
             done = all(pc == len(p) and not busy
                        for pc, p, busy in zip(key[1], programs, key[2], strict=True))
             if done and self.sem.quiescent(key[0]):
-                finals.append(key)
+                finals.append(i)
             elif not succ:
                 self.stuck += 1
-            for s in succ:
+            for _act, s in succ:
                 add(s)
 
         with contextlib.suppress(_Stop):
-            bfs(start, expand)
-        return finals
+            bfs(start, expand, search=search)
+        return search, finals
+
+    def witness(self, search: Search[tuple], final: int,
+                prelude: tuple[Search[tuple], dict[tuple, int]] | None) -> list[TraceStep]:
+        """The path to ``final`` (after the cached loads' prelude, if any) as numbered steps,
+        each action executed again by the semantics from the state before it."""
+        path = [(search, search.path_to(final), self.programs)]
+        if prelude is not None:
+            psearch, origin = prelude
+            path.insert(0, (psearch, psearch.path_to(origin[search.nodes[path[0][1][0]]]),
+                            self.prelude))
+        steps: list[TraceStep] = []
+        pipelined = self.pipelined
+        for part, (srch, nodes, programs) in enumerate(path):
+            self.pipelined = pipelined and part == len(path) - 1
+            for a, b in itertools.pairwise(nodes):
+                before, after = srch.nodes[a], srch.nodes[b]
+                act = next((act for act, s in self.successors(before, programs) if s == after),
+                           None)
+                out = self.sem.execute(before[0], act) if act is not None else None
+                if out is None or out.state != after[0]:
+                    raise TraceReplayError(f"witness step {len(steps) + 1} does not replay")
+                steps.append(describe(self.sem, len(steps) + 1, before[0], out))
+        self.pipelined = pipelined
+        return steps
 
     def _may_issue(self, prog: list[Step], pc: int, busy: tuple[int, ...],
                    regs: tuple[int, ...]) -> bool:
@@ -220,9 +265,10 @@ class _Runner:
             return False
         return not (isinstance(step.value, str) and regs[int(step.value[1:])] == _NONE)
 
-    def successors(self, key: tuple, programs: list[list[Step]]) -> list[tuple]:
+    def successors(self, key: tuple, programs: list[list[Step]]) -> list[tuple[Action, tuple]]:
+        """Each successor node, with the action that reaches it."""
         state, pcs, pending, regs, mem = key
-        out: list[tuple] = []
+        out: list[tuple[Action, tuple]] = []
         for t, prog in enumerate(programs):
             if pcs[t] >= len(prog) or not self._may_issue(prog, pcs[t], pending[t], regs):
                 continue
@@ -243,7 +289,8 @@ class _Runner:
                 if res is not None:
                     new_pcs = (*pcs[:t], pcs[t] + 1, *pcs[t + 1:])
                     new_pending = (*pending[:t], (*pending[t], pcs[t]), *pending[t + 1:])
-                    self._add(out, res, (state, new_pcs, new_pending, regs, mem), programs)
+                    self._add(out, act, res, (state, new_pcs, new_pending, regs, mem),
+                              programs)
         # messages and rules interleave freely; events come only from the programs above
         for p in self.sem.no_transitions(state):
             self.errors.setdefault(p.message, None)
@@ -251,10 +298,10 @@ class _Runner:
             if act.kind != ir.TransitionKind.EVENT:
                 res = self.sem.execute(state, act)
                 if res is not None:
-                    self._add(out, res, key, programs)
+                    self._add(out, act, res, key, programs)
         return out
 
-    def _add(self, out: list[tuple], res: SemOutcome, key: tuple,
+    def _add(self, out: list[tuple[Action, tuple]], act: Action, res: SemOutcome, key: tuple,
              programs: list[list[Step]]) -> None:
         if res.error is not None or res.state is None:
             where = f" at {res.error.span}" if res.error and res.error.span else ""
@@ -286,13 +333,14 @@ class _Runner:
                         step.reg is not None and regs_l[step.reg] == _NONE):
                     left.append(k)
             pending_l[t] = tuple(left)
-        out.append((state, pcs, tuple(pending_l), tuple(regs_l), tuple(mem_l)))
+        out.append((act, (state, pcs, tuple(pending_l), tuple(regs_l), tuple(mem_l))))
 
 
 def run_on_model(model: ir.Model, test: Litmus, max_states: int | None = None,
-                 core: str = DEFAULT_CORE) -> ModelResult:
+                 core: str = DEFAULT_CORE, witnesses: bool = False) -> ModelResult:
     """Every outcome ``model`` allows for ``test`` (the model must be loaded with
-    ``agents`` = threads, ``lines`` = locations, ``values`` > every value used)."""
+    ``agents`` = threads, ``lines`` = locations, ``values`` > every value used); with
+    ``witnesses``, also the shortest run to each, as trace steps."""
     _check_fit(model, test)
     if model.agents != len(test.threads) or model.lines != len(test.locations):
         raise SpecError(f"{model.file}: loaded with agents={model.agents}, lines={model.lines}; "
@@ -300,7 +348,7 @@ def run_on_model(model: ir.Model, test: Litmus, max_states: int | None = None,
                         f"lines={len(test.locations)}", NO_SPAN)
     if core not in CORES:
         raise SpecError(f"unknown core {core!r} (known: {', '.join(CORES)})", NO_SPAN)
-    return _Runner(model, test, max_states, core).run()
+    return _Runner(model, test, max_states, core, witnesses).run()
 
 
 def program_key(model: ir.Model, test: Litmus) -> tuple:
