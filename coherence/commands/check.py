@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from coherence.cli import add_spec_args, emit_json
-from coherence.commands.common import add_diagram_arg
+from coherence.commands.common import add_diagram_arg, add_progress_args
 
 HELP = "explore every reachable state; check invariants, coherence, deadlock"
 
@@ -46,8 +46,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
                         "shortest counterexample")
     p.add_argument("--skip", action="append", default=[], metavar="NAME",
                    help="do not check this invariant or property (repeatable)")
-    p.add_argument("--progress", choices=["auto", "always", "never"], default="auto",
-                   help="live progress line on stderr (auto: when stderr is a terminal)")
+    add_progress_args(p)
     p.add_argument("--trace-out", type=output_file, metavar="FILE",
                    help="save the counterexample traces as JSON (for `coherence diagram`)")
     add_diagram_arg(p)
@@ -72,28 +71,40 @@ def _size(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from coherence.commands.common import draw_failures, load_model, progress_enabled
-    from coherence.commands.report import live_progress, print_check_result, result_json
+    from coherence.commands.common import draw_failures, load_model, reporter
+    from coherence.commands.report import print_check_result, result_json
     from coherence.engines import EngineUnavailable, check
     from coherence.errors import SpecError
     from coherence.memory import default_memory_limit
+    from coherence.progress import check_progress
     from coherence.results import CheckOptions
     from coherence.spec.select import drop_properties
 
     model = drop_properties(load_model(args), args.skip)
-    with live_progress(progress_enabled(args.progress) and not args.json) as progress:
+    # only the reference engine counts firings: --coverage picks it under auto
+    engine = "reference" if args.coverage and args.engine == "auto" else args.engine
+    memory_limit = args.memory_limit or default_memory_limit()
+    with reporter(args, "coherence check") as rep:
+        rep.header(model.file, {p.name: p.value for p in model.params}, engine,
+                   {"max_states": args.max_states, "max_depth": args.max_depth,
+                    "time_limit": args.time_limit, "memory_limit": memory_limit},
+                   symmetry=args.symmetry)
         options = CheckOptions(
             symmetry=args.symmetry == "exact", max_states=args.max_states,
             max_depth=args.max_depth, deadlock=args.deadlock,
-            stop_at_first=args.stop_at_first, progress=progress, threads=args.threads,
-            time_limit=args.time_limit, vacuity=args.vacuity,
-            memory_limit=args.memory_limit or default_memory_limit())
+            stop_at_first=args.stop_at_first, progress=check_progress(rep, args.max_states),
+            progress_every=rep.engine_every, threads=args.threads,
+            time_limit=args.time_limit, vacuity=args.vacuity, memory_limit=memory_limit)
         try:
-            # only the reference engine counts firings: --coverage picks it under auto
-            engine = "reference" if args.coverage and args.engine == "auto" else args.engine
             result = check(model, options, engine=engine)
         except EngineUnavailable as err:
             raise SpecError(str(err)) from err
+        rep.update(f"states {result.states:,}  depth {result.depth}  "
+                   f"rules {result.rules_fired:,}  (done)", states=result.states,
+                   depth=result.depth, rules=result.rules_fired)
+        rep.finish(result.verdict, result.exit_code, engine=result.engine,
+                   states=result.states, stopped=result.stopped,
+                   failures=len(result.failures))
     doc: dict[str, Any] = result_json(result)
     if args.trace_out:
         from coherence.traces_io import save_traces

@@ -42,17 +42,27 @@ def add_args(p: argparse.ArgumentParser) -> None:
                    help="(trace without --trace) stop checking after N states")
     p.add_argument("--skip", action="append", default=[], metavar="NAME",
                    help="(trace without --trace) do not check this property (repeatable)")
-    p.add_argument("--progress", choices=["auto", "always", "never"], default="auto",
-                   help="(trace without --trace) live progress line on stderr while checking")
+    from coherence.commands.common import add_progress_args
+    add_progress_args(p)
 
 
 def run(args: argparse.Namespace) -> int:
+    from coherence.commands.common import reporter
+    with reporter(args, "coherence diagram") as rep:
+        return _run(args, rep)
+
+
+def _run(args: argparse.Namespace, rep: Any) -> int:
     from coherence.commands.common import load_model
 
     formats = ("dot", "svg", "png") if args.format == "all" else ("dot",)
     if args.kind == "trace" and args.trace:
-        return _saved_trace(args, formats)
+        return _saved_trace(args, formats, rep)
     model = load_model(args)
+    bounds = ({"max_nodes": args.max_nodes or _default_nodes()} if args.kind == "states" else
+              {"max_states": args.max_states} if args.kind == "trace" else {})
+    rep.header(model.file, {p.name: p.value for p in model.params},
+               "reference" if args.kind != "fsm" else None, bounds, kind=args.kind)
     doc: dict[str, Any] = {"schema": SCHEMA_VERSION, "tool": "coherence diagram",
                            "kind": args.kind, "spec": model.file,
                            "params": {p.name: p.value for p in model.params}}
@@ -60,20 +70,28 @@ def run(args: argparse.Namespace) -> int:
         from coherence.diagrams.fsm import spec_graphs
         from coherence.diagrams.render import write
         files: list[str] = []
-        for stem, graph in spec_graphs(model):
+        graphs = spec_graphs(model)
+        for i, (stem, graph) in enumerate(graphs):
+            rep.update(f"drawing {stem}", done=i, total=len(graphs))
             files += write(graph, args.out, stem, formats)
-        return _done(args, doc, files, EXIT_HOLDS, f"{len(model.machines)} machine(s)")
+        return _done(args, doc, files, EXIT_HOLDS, f"{len(model.machines)} machine(s)", rep=rep)
     if args.kind == "states":
-        return _states(args, model, doc, formats)
-    return _checked_trace(args, model, doc, formats)
+        return _states(args, model, doc, formats, rep)
+    return _checked_trace(args, model, doc, formats, rep)
+
+
+def _default_nodes() -> int:
+    from coherence.diagrams.states import DEFAULT_MAX_NODES
+    return DEFAULT_MAX_NODES
 
 
 def _states(args: argparse.Namespace, model: Any, doc: dict[str, Any],
-            formats: tuple[str, ...]) -> int:
+            formats: tuple[str, ...], rep: Any) -> int:
     from coherence.diagrams import states
     from coherence.diagrams.render import write
     limit = args.max_nodes or states.DEFAULT_MAX_NODES
     symmetry = args.symmetry == "exact"
+    rep.update(f"exploring the state graph (at most {limit:,} states)")
     try:
         sg = states.explore(model, limit, symmetry)
     except states.TooLarge:
@@ -83,11 +101,13 @@ def _states(args: argparse.Namespace, model: Any, doc: dict[str, Any],
                    f"network capacity) or raise --max-nodes.")
         doc.update(verdict="too-large", max_nodes=limit, summary=message, files=[],
                    exit_code=EXIT_INCOMPLETE)
+        rep.finish("too-large", EXIT_INCOMPLETE)
         if args.json:
             emit_json(doc)
         else:
             print(message, file=sys.stderr)
         return EXIT_INCOMPLETE
+    rep.update(f"drawing {len(sg.states):,} states", states=len(sg.states))
     files = write(states.graph(model, sg, symmetry), args.out,
                   f"{Path(model.file).stem}.states", formats)
     doc.update(states=len(sg.states), failure_path=sg.failure_steps)
@@ -95,34 +115,36 @@ def _states(args: argparse.Namespace, model: Any, doc: dict[str, Any],
     if sg.path:
         n = sg.failure_steps
         what += f", shortest path to a failure: {n} step{'' if n == 1 else 's'} (in red)"
-    return _done(args, doc, files, EXIT_HOLDS, what)
+    return _done(args, doc, files, EXIT_HOLDS, what, rep=rep)
 
 
 def _checked_trace(args: argparse.Namespace, model: Any, doc: dict[str, Any],
-                   formats: tuple[str, ...]) -> int:
-    from coherence.commands.common import progress_enabled
-    from coherence.commands.report import live_progress
+                   formats: tuple[str, ...], rep: Any) -> int:
     from coherence.diagrams.msc import draw_failures
     from coherence.engines import check
+    from coherence.progress import check_progress
     from coherence.results import CheckOptions
     from coherence.spec.select import drop_properties
     model = drop_properties(model, args.skip)
-    with live_progress(progress_enabled(args.progress) and not args.json) as progress:
-        result = check(model, CheckOptions(symmetry=args.symmetry == "exact",
-                                           max_states=args.max_states, progress=progress))
+    rep.update("checking the spec for counterexamples", total=args.max_states)
+    result = check(model, CheckOptions(symmetry=args.symmetry == "exact",
+                                       max_states=args.max_states,
+                                       progress=check_progress(rep, args.max_states),
+                                       progress_every=rep.engine_every))
     files: list[str] = []
-    for f in result.failures:
+    for i, f in enumerate(result.failures):
+        rep.update(f"drawing {f.name}", done=i, total=len(result.failures), states=result.states)
         files += draw_failures(args.out, model, [f], "check", formats)
     doc["failures"] = [f.name for f in result.failures]
     if not result.failures:
         if result.stopped:
             message = f"no counterexample found before the search stopped ({result.stopped})"
-            return _done(args, doc, files, EXIT_INCOMPLETE, message, "incomplete")
+            return _done(args, doc, files, EXIT_INCOMPLETE, message, "incomplete", rep)
         return _done(args, doc, files, EXIT_HOLDS,
-                     "no counterexample to draw: every property holds", "nothing-to-draw")
+                     "no counterexample to draw: every property holds", "nothing-to-draw", rep)
     return _done(args, doc, files, EXIT_HOLDS,
                  f"{len(result.failures)} counterexample(s): "
-                 + ", ".join(f.name for f in result.failures))
+                 + ", ".join(f.name for f in result.failures), rep=rep)
 
 
 def replay_saved(model: Any, saved: dict[str, Any]) -> Any:
@@ -164,7 +186,7 @@ def replay_saved(model: Any, saved: dict[str, Any]) -> Any:
     return Failure(kind, name, message, steps)
 
 
-def _saved_trace(args: argparse.Namespace, formats: tuple[str, ...]) -> int:
+def _saved_trace(args: argparse.Namespace, formats: tuple[str, ...], rep: Any) -> int:
     from coherence.diagrams.msc import draw_failures
     from coherence.spec.load import load_spec, parse_overrides
     from coherence.traces_io import load_traces
@@ -180,8 +202,11 @@ def _saved_trace(args: argparse.Namespace, formats: tuple[str, ...]) -> int:
         raise SpecError(f"not a valid trace file ({type(e).__name__}: {e})", where) from None
     overrides.update(parse_overrides(args.param, args.agents))
     model = load_spec(args.spec, overrides)
+    rep.header(model.file, {p.name: p.value for p in model.params}, None, {}, kind="trace",
+               trace_file=args.trace)
     replayed = []
-    for t in traces:
+    for i, t in enumerate(traces):
+        rep.update(f"replaying {t.get('property', '?')}", done=i, total=len(traces))
         try:
             replayed.append(replay_saved(model, t))
         except (KeyError, TypeError, ValueError, IndexError) as e:
@@ -197,13 +222,16 @@ def _saved_trace(args: argparse.Namespace, formats: tuple[str, ...]) -> int:
                            "failures": [t.get("property") for t in traces]}
     if not traces:
         return _done(args, doc, files, EXIT_HOLDS, f"{args.trace} holds no trace",
-                     "nothing-to-draw")
-    return _done(args, doc, files, EXIT_HOLDS, f"{len(traces)} trace(s) from {args.trace}")
+                     "nothing-to-draw", rep)
+    return _done(args, doc, files, EXIT_HOLDS, f"{len(traces)} trace(s) from {args.trace}",
+                 rep=rep)
 
 
 def _done(args: argparse.Namespace, doc: dict[str, Any], files: list[str], code: int,
-          what: str, verdict: str = "drawn") -> int:
+          what: str, verdict: str = "drawn", rep: Any = None) -> int:
     doc.update(verdict=verdict, files=files, exit_code=code, summary=what)
+    if rep is not None:
+        rep.finish(verdict, code, files=len(files))
     if args.json:
         emit_json(doc)
         return code

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 from coherence.cli import add_spec_args, emit_json
-from coherence.commands.common import add_diagram_arg
+from coherence.commands.common import add_diagram_arg, add_progress_args
 
 HELP = "random runs (Hypothesis) with the spec's invariants and a coherence oracle"
 SCHEMA_VERSION = 1
@@ -41,23 +40,27 @@ def add_args(p: argparse.ArgumentParser) -> None:
                    help="Hypothesis example database: failures saved there are replayed first")
     p.add_argument("--skip", action="append", default=[], metavar="NAME",
                    help="do not check this invariant (repeatable)")
-    p.add_argument("--progress", choices=["auto", "always", "never"], default="auto",
-                   help="live progress line on stderr (auto: when stderr is a terminal)")
+    add_progress_args(p)
     p.add_argument("--trace-out", type=output_file, metavar="FILE",
                    help="save the failing trace as JSON (for `coherence diagram`)")
     add_diagram_arg(p)
 
 
 def run(args: argparse.Namespace) -> int:
-    from coherence.commands.common import draw_failures, load_model, progress_enabled
+    from coherence.commands.common import draw_failures, load_model, reporter
     from coherence.spec.select import drop_properties
     from coherence.testing.fuzz import fuzz
 
     model = drop_properties(load_model(args), args.skip)
-    with _live(progress_enabled(args.progress) and not args.json, args.budget) as progress:
+    with reporter(args, "coherence fuzz") as rep:
+        rep.header(model.file, {p.name: p.value for p in model.params}, "hypothesis",
+                   {"budget": args.budget, "steps": args.steps}, seed=args.seed,
+                   oracle=args.oracle)
         result = fuzz(model, seed=args.seed, budget=args.budget, steps=args.steps,
                       oracle=args.oracle, database=args.database, shrink=args.shrink,
-                      progress=progress)
+                      progress=_runs(rep, args.budget) if rep.enabled else None)
+        rep.finish(result.verdict, result.exit_code, runs=result.stats.examples,
+                   failures=0 if result.failure is None else 1)
     failures = [result.failure] if result.failure is not None else []
     if args.trace_out:
         from coherence.traces_io import save_traces
@@ -148,23 +151,14 @@ def print_result(model: Any, result: Any, reproduce: str, drawn: list[str]) -> N
     out.print(f"{result.seconds:.2f} s; reproduce: {reproduce}", markup=False)
 
 
-@contextmanager
-def _live(enabled: bool, budget: int) -> Iterator[Callable[[Any, float], None] | None]:
-    """A rich progress line on stderr: runs done, elapsed time."""
-    if not enabled:
-        yield None
-        return
-    from rich.live import Live
-    from rich.text import Text
-
-    from coherence.commands.common import err_console
-    last = [0.0]
-    with Live(Text("starting…"), console=err_console(), refresh_per_second=4,
-              transient=True) as live:
-        def update(stats: Any, elapsed: float) -> None:
-            if elapsed - last[0] >= 0.25:
-                last[0] = elapsed
-                phase = "shrinking" if stats.examples_to_failure is not None else "searching"
-                live.update(Text(f"{phase}: run {stats.examples:,} of {budget:,}  "
-                                 f"{elapsed:.0f}s"))
-        yield update
+def _runs(rep: Any, budget: int) -> Callable[[Any, float], None]:
+    """The fuzzer's callback (once per run started) feeding the reporter."""
+    def update(stats: Any, _elapsed: float) -> None:
+        found = stats.examples_to_failure is not None
+        phase = "shrinking" if found else "searching"
+        total = None if found else max(budget, stats.examples)  # a few beyond: Hypothesis's
+        rep.update(f"{phase}: run {stats.examples:,} of {budget:,}, "
+                   f"{1 if found else 0} failure{'' if found else 's'}",
+                   done=None if found else stats.examples, total=total, runs=stats.examples,
+                   failures=1 if found else 0, undecided=stats.undecided)
+    return update

@@ -12,7 +12,7 @@ HELP = "Z3: bounded model checking (--bmc K), k-induction (--induction K), proof
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
-    from coherence.commands.common import add_diagram_arg
+    from coherence.commands.common import add_diagram_arg, add_progress_args
     from coherence.commands.options import (
         agents_or_any,
         nonnegative_int,
@@ -45,8 +45,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
                    help="do not check this invariant or property (repeatable)")
     p.add_argument("--trace-out", type=output_file, metavar="FILE",
                    help="save the counterexample traces as JSON (for `coherence diagram`)")
-    p.add_argument("--progress", choices=["auto", "always", "never"], default="auto",
-                   help="one line per BMC depth on stderr (auto: when stderr is a terminal)")
+    add_progress_args(p)  # BMC depth by depth, induction's k + 1 parts, each proof obligation
     add_diagram_arg(p)
 
 
@@ -67,7 +66,6 @@ def _vacuity(model: Any, doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from coherence.commands.common import progress_enabled
     from coherence.errors import NO_SPAN, SpecError
     from coherence.spec.load import load_spec, parse_overrides
     from coherence.spec.select import drop_properties
@@ -78,7 +76,6 @@ def run(args: argparse.Namespace) -> int:
     refuse_absurd(model)  # e.g. 40 nested quantifiers: refused before Z3 sees them
     if not model.invariants and not model.properties and not args.json:
         print(f"note: {NOTHING_TO_PROVE}", file=sys.stderr)
-    show = progress_enabled(args.progress) and not args.json
     if any_n:
         if args.bmc is not None:
             raise SpecError("--bmc needs a fixed number of agents (--agents N)", NO_SPAN)
@@ -87,22 +84,42 @@ def run(args: argparse.Namespace) -> int:
         return _run_induction(args, model)
     if args.bmc is None:
         raise SpecError("say what to prove: --bmc K, --induction K, or --agents any", NO_SPAN)
-    return _run_bmc(args, model, show)
+    return _run_bmc(args, model)
 
 
-def _run_bmc(args: argparse.Namespace, model: Any, show: bool) -> int:
-    from coherence.commands.common import draw_failures, err_console
+def _header(rep: Any, args: argparse.Namespace, model: Any, engine: str,
+            **bounds: Any) -> None:
+    params = {} if args.agents == "any" else {p.name: p.value for p in model.params}
+    rep.header(model.file, params, engine,
+               {**bounds, "timeout": args.timeout, "rlimit": args.rlimit},
+               **({"agents": "any"} if args.agents == "any" else {}))
+
+
+def _steps(rep: Any) -> Any:
+    """The back ends' ``progress(done, total, what)`` feeding the reporter."""
+    def report(done: int, total: int, what: str) -> None:
+        rep.update(what, done=done, total=total, force=True)
+    return report
+
+
+def _run_bmc(args: argparse.Namespace, model: Any) -> int:
+    from coherence.commands.common import draw_failures, reporter
     from coherence.smt.bmc import DepthStat, bmc
     from coherence.smt.report import bmc_json, print_bmc
 
-    err = err_console()
+    with reporter(args, "coherence prove") as rep:
+        _header(rep, args, model, "z3 bmc", depth=args.bmc)
 
-    def progress(d: DepthStat) -> None:
-        err.print(f"depth {d.depth}: {d.seconds:.2f} s (total {d.cumulative:.1f} s)")
+        def progress(d: DepthStat) -> None:
+            rep.update(f"BMC depth {d.depth} of {args.bmc} checked in {d.seconds:.2f} s",
+                       done=d.depth + 1, total=args.bmc + 1, force=True, depth=d.depth,
+                       depth_seconds=round(d.seconds, 4))
 
-    result = bmc(model, args.bmc, deadlock=args.deadlock, all_failures=args.all_failures,
-                 timeout=args.timeout, rlimit=args.rlimit,
-                 progress=progress if show else None)
+        rep.update(f"BMC depth 0 of {args.bmc}", done=0, total=args.bmc + 1)
+        result = bmc(model, args.bmc, deadlock=args.deadlock, all_failures=args.all_failures,
+                     timeout=args.timeout, rlimit=args.rlimit, progress=progress)
+        rep.finish(result.verdict, result.exit_code, depth=result.depth,
+                   failures=len(result.failures))
     _save(args, model, result.failures, "prove --bmc")
     if args.json:
         emit_json(_vacuity(model, bmc_json(model, result)))
@@ -114,12 +131,15 @@ def _run_bmc(args: argparse.Namespace, model: Any, show: bool) -> int:
 
 
 def _run_induction(args: argparse.Namespace, model: Any) -> int:
-    from coherence.commands.common import draw_failures
+    from coherence.commands.common import draw_failures, reporter
     from coherence.smt.induction import induction
     from coherence.smt.report import induction_json, print_induction
 
-    result = induction(model, args.induction, deadlock=args.deadlock, timeout=args.timeout,
-                       rlimit=args.rlimit)
+    with reporter(args, "coherence prove") as rep:
+        _header(rep, args, model, "z3 k-induction", k=args.induction)
+        result = induction(model, args.induction, deadlock=args.deadlock,
+                           timeout=args.timeout, rlimit=args.rlimit, progress=_steps(rep))
+        rep.finish(result.verdict, result.exit_code)
     _save(args, model, result.failures, "prove --induction")
     if args.json:
         emit_json(_vacuity(model, induction_json(model, result)))
@@ -131,11 +151,15 @@ def _run_induction(args: argparse.Namespace, model: Any) -> int:
 
 
 def _run_param(args: argparse.Namespace, model: Any) -> int:
-    from coherence.commands.common import draw_failures
+    from coherence.commands.common import draw_failures, reporter
     from coherence.smt.param import prove_all
     from coherence.smt.report import param_json, print_param
 
-    result = prove_all(model, timeout=args.timeout, rlimit=args.rlimit)
+    with reporter(args, "coherence prove") as rep:
+        _header(rep, args, model, "z3 proof for every number of agents")
+        result = prove_all(model, timeout=args.timeout, rlimit=args.rlimit,
+                           progress=_steps(rep))
+        rep.finish(result.verdict, result.exit_code)
     _save(args, model, result.failures, "prove --agents any")
     if args.json:
         emit_json(_vacuity(model, param_json(model, result)))

@@ -1,42 +1,19 @@
-"""Rendering a check result: the human summary, the JSON document, the live progress line."""
+"""Rendering a check result: the human summary and the JSON document (progress:
+``coherence/progress.py``)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import attrs
-from rich.live import Live
-from rich.text import Text
 
-from coherence.commands.common import err_console, out_console, params_text
+from coherence.commands.common import out_console, params_text
 from coherence.failures import property_of
 from coherence.ir import Model
-from coherence.results import CheckResult, Progress
+from coherence.results import CheckResult
 
 SCHEMA_VERSION = 1
-
-
-@contextmanager
-def live_progress(enabled: bool) -> Iterator[Callable[[Progress], None] | None]:
-    if not enabled:
-        yield None
-        return
-    console = err_console()
-
-    def text(p: Progress) -> str:
-        rate = p.states / p.elapsed if p.elapsed > 0 else 0
-        return (f"states {p.states:,}  frontier {p.frontier:,}  depth {p.depth}  "
-                f"rules {p.rules:,}  {rate:,.0f} states/s  {p.elapsed:.0f}s")
-
-    if not console.is_terminal:  # --progress always into a file or pipe: one line per report
-        yield lambda p: console.print(text(p), markup=False, highlight=False)
-        return
-    with Live(Text("starting…"), console=console, refresh_per_second=4,
-              transient=True) as live:
-        yield lambda p: live.update(Text(text(p)))
 
 
 def failed_properties(result: CheckResult) -> set[str]:

@@ -12,6 +12,7 @@ add an ``invariant aux`` that excludes it.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -19,7 +20,7 @@ import z3
 
 from coherence import ir
 from coherence.results import Failure
-from coherence.smt.bmc import bmc, group_key
+from coherence.smt.bmc import DepthStat, bmc, group_key
 from coherence.smt.execute import any_of
 from coherence.smt.extract import (
     action_of,
@@ -59,11 +60,19 @@ class InductionResult:
 
 
 def induction(model: ir.Model, k: int, *, deadlock: bool = True,
-              timeout: float | None = None, rlimit: int | None = None) -> InductionResult:
+              timeout: float | None = None, rlimit: int | None = None,
+              progress: Callable[[int, int, str], None] | None = None) -> InductionResult:
     """k-induction: BMC to depth k (the base case), then the inductive step. ``rlimit`` bounds
-    each Z3 check by its deterministic resource count (see ``bmc``)."""
+    each Z3 check by its deterministic resource count (see ``bmc``). ``progress(done, total,
+    what)`` is told of each base-case depth checked and of the step starting (k + 2 parts)."""
     start = time.perf_counter()
-    base = bmc(model, k, deadlock=deadlock, timeout=timeout, rlimit=rlimit)
+
+    def depth_done(d: DepthStat) -> None:
+        if progress is not None:
+            progress(d.depth + 1, k + 2, f"base case: depth {d.depth} of {k} checked")
+
+    base = bmc(model, k, deadlock=deadlock, timeout=timeout, rlimit=rlimit,
+               progress=depth_done)
     if base.verdict == "fails":
         return InductionResult(k, "fails", base.failures, None, None,
                                time.perf_counter() - start)
@@ -81,6 +90,8 @@ def induction(model: ir.Model, k: int, *, deadlock: bool = True,
             return InductionResult(k, "unknown", [], None, f"--timeout {timeout:g} s reached",
                                    time.perf_counter() - start)
         solver.set("timeout", max(1, int(left * 1000)))
+    if progress is not None:
+        progress(k + 1, k + 2, f"inductive step ({k} steps)")
     states = [enc.layout.fresh(f"i{j}") for j in range(k + 1)]
     sels = [ivar(f"isel{j}") for j in range(k)]
     bads = {g: b for g, (b, _extra) in system.groups.items()}

@@ -21,6 +21,7 @@ encoder raises ``Unsupported`` with the construct's location: never a silent pas
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -630,20 +631,25 @@ def _properties(enc: ParamEncoder, s: PState) -> dict[str, Any]:
 
 
 def prove_all(model: ir.Model, timeout: float | None = None,
-              refute_depth: int = 10, rlimit: int | None = None) -> ParamResult:
+              refute_depth: int = 10, rlimit: int | None = None,
+              progress: Callable[[int, int, str], None] | None = None) -> ParamResult:
     """Prove every invariant for every number of agents, or refute at a concrete size.
 
     ``timeout`` caps the whole run in seconds. ``rlimit`` bounds each Z3 check by Z3's
     deterministic resource count instead of the per-phase wall-clock caps (QUICK_SECONDS, ...),
     so that the verdict does not depend on how loaded the machine is (tests use it).
+    ``progress(done, total, what)`` is told of each proof obligation as it starts, and of the
+    search for a concrete counterexample.
     """
     start = time.perf_counter()
     budget = Budget(timeout, rlimit, start)
     notes = ["deadlock freedom is not part of a proof for every N (check it at fixed sizes)"]
     try:
         _check_agents_free(model)
-        return _prove(model, budget, refute_depth, notes)
+        return _prove(model, budget, refute_depth, notes, progress)
     except Unsupported as unsupported:
+        if progress is not None:
+            progress(0, 1, "no proof (unsupported); looking for a counterexample at 2-3 agents")
         refuted = _refute(model, refute_depth, budget)
         if refuted is not None:
             refuted.notes = [f"no proof attempted: {unsupported.message}", *notes]
@@ -749,8 +755,8 @@ class Budget:
             solver.set("rlimit", max(1, int(self.rlimit * cap / QUERY_SECONDS)))
 
 
-def _prove(model: ir.Model, budget: Budget, refute_depth: int,
-           notes: list[str]) -> ParamResult:
+def _prove(model: ir.Model, budget: Budget, refute_depth: int, notes: list[str],
+           progress: Callable[[int, int, str], None] | None = None) -> ParamResult:
     _enc, _cur, queries = obligations(model)
     status: dict[str, str] = {}  # goal -> proved | cti | unknown
     ctis: list[str] = []
@@ -758,7 +764,9 @@ def _prove(model: ir.Model, budget: Budget, refute_depth: int,
     unknown: list[str] = []
     shared_context: tuple[int, ...] = ()
     shared = z3.Solver()
-    for q in queries:
+    for i, q in enumerate(queries):
+        if progress is not None:
+            progress(i, len(queries), f"obligation {q.goal}: {q.what}")
         if status.setdefault(q.goal, "proved") != "proved":
             continue  # one counterexample per property is enough
         if budget.expired():
@@ -788,6 +796,8 @@ def _prove(model: ir.Model, budget: Budget, refute_depth: int,
     seconds = time.perf_counter() - start
     if not unknown and not ctis:
         return ParamResult("holds", done, [], [], None, notes, None, seconds)
+    if progress is not None:
+        progress(len(queries), len(queries), "looking for a counterexample at 2-3 agents")
     refuted = _refute(model, refute_depth, budget)
     if refuted is not None:
         refuted.proved, refuted.ctis, refuted.notes = done, ctis, notes

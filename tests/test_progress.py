@@ -1,0 +1,222 @@
+"""Progress on stderr (coherence/progress.py): each mode's format, and every long verb writing
+a header first, progress, and a summary last (``--progress jsonl --progress-every 0``: a record
+at every report, so nothing here depends on timing)."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from rich.console import Console
+
+from coherence.cli import main
+from coherence.progress import (
+    Reporter,
+    duration,
+    eta_seconds,
+    fit,
+    reporting,
+    resolve_mode,
+)
+
+SPECS = Path(__file__).resolve().parent.parent / "specs"
+MSI = str(SPECS / "msi_snooping.coh")
+SCHEMA = json.loads(files("coherence.schemas").joinpath("progress.json").read_text())
+VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def plain_console() -> Console:
+    return Console(file=io.StringIO(), force_terminal=False, width=80)
+
+
+def records(text: str) -> list[dict[str, Any]]:
+    """The JSON-lines stream, each record checked against coherence/schemas/progress.json."""
+    out = [json.loads(line) for line in text.splitlines()]
+    for r in out:
+        VALIDATOR.validate(r)
+    return out
+
+
+def test_modes() -> None:
+    assert [resolve_mode(m, True) for m in ("auto", "always", "plain", "jsonl", "never")] == \
+        ["live", "live", "plain", "jsonl", "off"]
+    assert [resolve_mode(m, False) for m in ("auto", "always", "plain", "jsonl", "never")] == \
+        ["off", "plain", "plain", "jsonl", "off"]
+    with pytest.raises(ValueError, match="unknown progress mode"):
+        resolve_mode("loud", True)
+
+
+def test_helpers() -> None:
+    assert [duration(s) for s in (0, 59.9, 60, 185, 7440)] == ["0s", "59s", "1m00s", "3m05s",
+                                                                "2h04m"]
+    assert eta_seconds(10.0, 1, 4) == 30.0  # a quarter done in 10 s: 30 s to go
+    assert eta_seconds(10.0, 4, 4) == 0.0
+    assert eta_seconds(10.0, 0, 4) is None and eta_seconds(10.0, 3, None) is None
+    assert fit("abc", 80) == "abc"
+    assert fit("x" * 100, 40) == "x" * 38 + "…" and len(fit("x" * 100, 40)) == 39
+    assert fit("a\nb\rc", 80) == "a b c"  # a control character would break the line
+
+
+def test_plain_lines_without_a_terminal() -> None:
+    # --progress always with stderr not a terminal (a CI log): plain lines, header first
+    stream = io.StringIO()
+    with reporting("coherence check", "always", 0.0, plain_console(), stream) as rep:
+        assert rep.kind == "plain"
+        rep.header("x.coh", {"agents": 2}, "reference", {"max_states": None,
+                                                         "memory_limit": 1 << 30})
+        rep.update("states 10", done=1, total=4, states=10)
+        rep.finish("holds", 0)
+    header, line, done = stream.getvalue().splitlines()
+    assert header == ("coherence check x.coh (agents=2); engine reference; bounds: "
+                      "max_states none, memory_limit 1,024 MiB")
+    assert re.fullmatch(r"\[0s\] coherence check: states 10  1/4  eta \d+s  rss [\d,]+ MiB",
+                        line)
+    assert re.fullmatch(r"\[0s\] coherence check: done, holds \(exit 0\); peak rss [\d,]+ MiB",
+                        done)
+
+
+def test_plain_lines_are_rate_limited() -> None:
+    stream = io.StringIO()
+    now = [0.0]
+    rep = Reporter("coherence fuzz", "plain", 10.0, plain_console(), stream, clock=lambda: now[0])
+    rep._header_written = True  # no header, no ticker thread: the clock is driven by hand
+    for t in (1.0, 2.0, 11.0, 12.0, 25.0):
+        now[0] = t
+        rep.update(f"at {t:g}")
+    rep.update("milestone", force=True)
+    lines = [line.split(": ", 1)[1].split("  ")[0] for line in stream.getvalue().splitlines()]
+    assert lines == ["at 11", "at 25", "milestone"]
+
+
+def test_never_and_auto_off_write_nothing() -> None:
+    for mode in ("never", "auto"):  # auto: stderr (here a StringIO) is not a terminal
+        stream = io.StringIO()
+        with reporting("coherence check", mode, 0.0, plain_console(), stream) as rep:
+            assert not rep.enabled
+            rep.header("x.coh")
+            rep.update("states 10")
+            rep.finish("holds", 0)
+        assert stream.getvalue() == ""
+
+
+def test_jsonl_header_first_summary_last() -> None:
+    stream = io.StringIO()
+    with reporting("coherence prove", "jsonl", 0.0, plain_console(), stream) as rep:
+        rep.header("x.coh", {"agents": 2}, "z3 bmc", {"depth": 3}, extra_key="kept")
+        for k in range(4):
+            rep.update(f"depth {k}", done=k + 1, total=4, depth=k)
+        rep.note("a remark")
+        rep.finish("bounded", 3, depth=3)
+    recs = records(stream.getvalue())
+    assert [r["type"] for r in recs] == ["header", *["progress"] * 4, "note", "summary"]
+    assert recs[0]["bounds"] == {"depth": 3} and recs[0]["extra_key"] == "kept"
+    assert [r["depth"] for r in recs[1:5]] == [0, 1, 2, 3]
+    assert recs[4]["eta_seconds"] == 0.0 and recs[1]["done"] == 1 and recs[1]["total"] == 4
+    assert all(r["rss_bytes"] > 0 for r in recs[1:5])
+    assert recs[-1]["verdict"] == "bounded" and recs[-1]["exit_code"] == 3
+    assert recs[-1]["peak_rss_bytes"] >= max(r["rss_bytes"] for r in recs[1:5])
+
+
+def test_jsonl_summary_of_a_run_that_raised() -> None:
+    stream = io.StringIO()
+    with pytest.raises(RuntimeError), reporting("coherence check", "jsonl", 0.0,
+                                                plain_console(), stream) as rep:
+        rep.header("x.coh")
+        raise RuntimeError("boom")
+    recs = records(stream.getvalue())
+    assert recs[-1]["type"] == "summary" and recs[-1]["verdict"] == "error"
+    assert recs[-1]["message"] == "boom"
+
+
+def test_live_line_never_exceeds_the_terminal_width() -> None:
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=40, color_system=None)
+    with reporting("coherence check", "auto", 0.0, console) as rep:
+        assert rep.kind == "live"
+        rep.header("x.coh")
+        for n in (1, 10**6, 10**12):
+            rep.update(f"states {n:,}  frontier {n:,}  depth 99  rules {n:,}  a long tail",
+                       done=n, total=10**13)
+        rep.finish("holds", 0)
+    shown = ANSI.sub("", out.getvalue())
+    pieces = [p for p in re.split(r"[\r\n]", shown) if p.strip()]
+    assert any("coherence check: states" in p for p in pieces)  # the live line was drawn
+    assert pieces[0] == "coherence check x.coh"  # the header came first
+    assert all(len(p) <= 39 for p in pieces[1:]), pieces
+
+
+# -- every long verb: header first, progress, summary last (jsonl on stderr, --json on stdout)
+
+def run_verb(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any],
+                                                                           list[dict[str, Any]]]:
+    code = main([*argv, "--json", "--progress", "jsonl", "--progress-every", "0"])
+    captured = capsys.readouterr()
+    return code, json.loads(captured.out), records(captured.err)
+
+
+def assert_stream(recs: list[dict[str, Any]], tool: str, code: int) -> None:
+    assert recs[0]["type"] == "header" and recs[0]["tool"] == tool
+    assert recs[-1]["type"] == "summary" and recs[-1]["exit_code"] == code
+    assert any(r["type"] == "progress" for r in recs[1:-1])
+    assert all(r["tool"] == tool for r in recs)
+
+
+def test_check_json_and_jsonl_together(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc, recs = run_verb(["check", MSI, "-n", "2", "--engine", "reference"], capsys)
+    assert code == 0 and doc["verdict"] == "holds"
+    assert_stream(recs, "coherence check", 0)
+    assert recs[0]["params"]["agents"] == 2 and recs[0]["engine"] == "reference"
+    assert "memory_limit" in recs[0]["bounds"]
+    states = [r["states"] for r in recs if r["type"] == "progress"]
+    assert len(states) > 10 and states == sorted(states)  # the engine's reports, in order
+    assert states[-1] == doc["stats"]["states"] == recs[-1]["states"]
+
+
+def test_check_compiled_engine(capsys: pytest.CaptureFixture[str]) -> None:
+    from coherence.engines import EngineUnavailable, get_engine
+    try:
+        get_engine("compiled")
+    except EngineUnavailable as err:
+        pytest.skip(str(err))
+    code, doc, recs = run_verb(["check", MSI, "-n", "2", "--engine", "compiled"], capsys)
+    assert_stream(recs, "coherence check", code)
+    assert recs[-1]["engine"] == "compiled" == doc["engine"]
+
+
+@pytest.mark.parametrize("argv, done_total", [
+    (["--bmc", "3"], (4, 4)),  # depth k of K: k + 1 of K + 1
+    (["--induction", "1"], (2, 3)),  # base depths 0..k, then the step: k + 2 parts
+])
+def test_prove_reports_each_depth(argv: list[str], done_total: tuple[int, int],
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    code, _doc, recs = run_verb(["prove", MSI, "-n", "2", "--rlimit", "50000000", *argv], capsys)
+    assert_stream(recs, "coherence prove", code)
+    steps = [(r["done"], r["total"]) for r in recs if r["type"] == "progress"]
+    assert steps[-1] == done_total
+    assert recs[0]["bounds"]["rlimit"] == 50000000
+
+
+def test_fuzz_reports_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc, recs = run_verb(["fuzz", MSI, "--budget", "5", "--steps", "5"], capsys)
+    runs_done = doc["stats"]["examples"]  # Hypothesis may try a few runs beyond the budget
+    assert code == 0 and runs_done >= 5
+    assert_stream(recs, "coherence fuzz", 0)
+    runs = [r["runs"] for r in recs if r["type"] == "progress"]
+    assert runs == list(range(1, runs_done + 1)) and recs[-1]["runs"] == runs_done
+    assert recs[0]["bounds"] == {"budget": 5, "steps": 5}
+
+
+@pytest.mark.parametrize("kind", ["fsm", "states"])
+def test_diagram(kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc, recs = run_verb(["diagram", MSI, "-n", "2", "--kind", kind, "--format", "dot",
+                                "--out", str(tmp_path)], capsys)
+    assert code == 0
+    assert_stream(recs, "coherence diagram", 0)
+    assert recs[0]["kind"] == kind and recs[-1]["files"] == len(doc["files"])
