@@ -186,7 +186,7 @@ def test_matching_rules() -> None:
 def test_the_docs_show_commands() -> None:
     """The block finder finds what is there (a broken finder would check nothing)."""
     where = {c.block.doc.name for c in ALL_COMMANDS}
-    assert {"README.md", "fuzz.md"} <= where
+    assert {"README.md", "fuzz.md", "litmus.md"} <= where
     assert len(ALL_COMMANDS) >= 8
 
 

@@ -126,7 +126,8 @@ def _print(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
         return "?" if v is None else ("[red]allowed[/]" if v else "[green]forbidden[/]")
 
     for r in rows:
-        note = ", ".join(r["beyond_sc"]) if args.outcomes else str(len(r["beyond_sc"]))
+        note = (", ".join(r["beyond_sc"]) or "none") if args.outcomes else \
+            str(len(r["beyond_sc"]))
         if r["errors"] or r["stuck"]:
             note += f" [red]{len(r['errors'])} errors, {r['stuck']} stuck[/]"
         table.add_row(r["test"], r["variant"], r["condition"], yn(r["allowed_by_sc"]),
