@@ -555,6 +555,17 @@ class Transition:
     stall: bool
     index: int
     span: Span = _span()
+    # NOTE(fairness): weak fairness for liveness checking; None means the default by kind
+    # (message arrivals and rules are fair, processor events are not: a processor may stop
+    # issuing requests). See ``weakly_fair``.
+    fair: bool | None = None
+
+    @property
+    def weakly_fair(self) -> bool:
+        """Whether a path may not leave this transition enabled forever without taking it."""
+        if self.fair is not None:
+            return self.fair
+        return self.kind is not TransitionKind.EVENT
 
 
 @attrs.frozen
@@ -597,6 +608,30 @@ class Property:
     span: Span = _span()
 
 
+class LivenessKind(_Kind):
+    """REACHABLE: AG EF goal (Rumur's ``liveness``); LEADS_TO: premise ~> goal under weak
+    fairness."""
+
+    REACHABLE = "reachable"
+    LEADS_TO = "leads-to"
+
+
+@attrs.frozen
+class Liveness:
+    """``liveness NAME: GOAL;`` or ``liveness NAME: forall a: agent :: PREMISE ~> GOAL;``.
+
+    Checked on every line, as invariants are, and for every value of ``binders`` (the leading
+    ``forall`` of a leads-to, whose variables both sides read as ``Local``s).
+    """
+
+    name: str
+    kind: LivenessKind = attrs.field(converter=LivenessKind)
+    binders: tuple[Field, ...]
+    premise: Expr | None  # None for REACHABLE
+    goal: Expr
+    span: Span = _span()
+
+
 @attrs.frozen
 class Model:
     file: str
@@ -615,6 +650,7 @@ class Model:
     # the front end's record of the parsed spec, so that ``coherence.spec.load.rebind`` can
     # bind it to other parameter values in memory; opaque here and not part of the IR's value
     origin: object = attrs.field(default=None, eq=False, repr=False)
+    liveness: tuple[Liveness, ...] = ()
 
     def machine(self, name: str) -> Machine:
         for m in self.machines:

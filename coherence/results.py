@@ -40,6 +40,9 @@ class Failure:
     span: str | None = None
     key: FailureKey = ()
     details: list[str] = attrs.Factory(list)  # e.g. the stuck state of a deadlock
+    # liveness: the trace's steps from this one (1-based) to the end repeat forever (a lasso;
+    # past the last step when the system only stutters in its last state)
+    loop_start: int | None = None
 
     @property
     def length(self) -> int:
@@ -69,6 +72,7 @@ class CheckOptions:
     memory_limit: int | None = None  # bytes of memory the search may use (clean stop)
     time_limit: float | None = None  # seconds before a clean stop
     vacuity: bool = True  # report invariants whose premises no reachable state makes true
+    liveness: bool = False  # check the spec's liveness properties (coherence.liveness)
 
 
 @attrs.define

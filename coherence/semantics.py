@@ -976,6 +976,18 @@ class Semantics:
 
     # ------------------------------------------------------------ properties
 
+    def predicate(self, e: ir.Expr,
+                  names: Sequence[str] = ()) -> Callable[[State, int, Sequence[int]], bool]:
+        """``e`` as a test of one line of a state, with ``names`` bound to the values given
+        (a liveness property's P or Q); a model error in ``e`` is raised."""
+        f = self.expr(e)
+
+        def test(state: State, line: int, values: Sequence[int]) -> bool:
+            env = _Env(self, line, state[0][line], state[1])
+            env.locals.update(zip(names, values, strict=True))
+            return bool(f(env))
+        return test
+
     def invariant_violations(self, state: State,
                              skip: Set[str] = frozenset()) -> list[Violation]:
         """The invariants false (or raising a model error) in ``state``; those named in

@@ -21,7 +21,8 @@ def traces_json(model: Model, failures: list[Any], source: str) -> dict[str, Any
         "params": {p.name: p.value for p in model.params},
         "traces": [
             {"property": f.name, "kind": f.kind, "message": f.message,
-             "steps": [s.to_json() for s in f.trace]}
+             "steps": [s.to_json() for s in f.trace],
+             "loop_start": getattr(f, "loop_start", None)}
             for f in failures
         ],
     }

@@ -44,6 +44,10 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stop-at-first", action="store_true",
                    help="stop at the first failure instead of finding each property's "
                         "shortest counterexample")
+    p.add_argument("--liveness", action="store_true",
+                   help="also check the spec's liveness properties (AG EF and leads-to under "
+                        "weak fairness) on the state graph, built by the reference engine "
+                        "without symmetry reduction")
     p.add_argument("--skip", action="append", default=[], metavar="NAME",
                    help="do not check this invariant or property (repeatable)")
     add_progress_args(p)
@@ -94,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
             max_depth=args.max_depth, deadlock=args.deadlock,
             stop_at_first=args.stop_at_first, progress=check_progress(rep, args.max_states),
             progress_every=rep.engine_every, threads=args.threads,
-            time_limit=args.time_limit, vacuity=args.vacuity, memory_limit=memory_limit)
+            time_limit=args.time_limit, vacuity=args.vacuity, liveness=args.liveness,
+            memory_limit=memory_limit)
         try:
             result = check(model, options, engine=engine)
         except EngineUnavailable as err:

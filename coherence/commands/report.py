@@ -55,7 +55,7 @@ def result_json(result: CheckResult) -> dict[str, Any]:
             attrs.asdict(c) for c in result.coverage],
         "failures": [
             {"kind": f.kind, "property": f.name, "message": f.message, "length": f.length,
-             "location": f.span, "details": f.details,
+             "location": f.span, "details": f.details, "loop_start": f.loop_start,
              "trace": [s.to_json() for s in f.trace]}
             for f in result.failures
         ],
@@ -89,7 +89,16 @@ def print_check_result(model: Model, result: CheckResult,
         out.print(f"[bold red]FAIL[/] [bold]{f.name}[/] ({f.kind}): {f.message}")
         out.print(f"shortest counterexample: {f.length} step{'s' if f.length != 1 else ''}")
         for step in f.trace:
+            if step.index == f.loop_start:
+                out.print(f"  -- cycle: steps {step.index}..{len(f.trace)} repeat forever --",
+                          markup=False)
             out.print(step.render(), markup=False)
+        if f.loop_start is not None:
+            if f.loop_start > len(f.trace):
+                out.print("  -- from here the system stays in this state forever --",
+                          markup=False)
+            else:
+                out.print(f"  -- repeats from step {f.loop_start} --", markup=False)
         for i, line in enumerate(f.details):
             out.print(("  " if i else "") + line, markup=False)
         if f.span:

@@ -45,12 +45,24 @@ class TraceFailure:
     kind: str
     message: str
     trace: list[Step]
+    loop_start: int | None = None  # a liveness lasso: steps from this one on repeat forever
 
 
 def as_failure(f: Any) -> TraceFailure:
     if isinstance(f, dict):
-        return TraceFailure(f["property"], f["kind"], f["message"], list(f["steps"]))
-    return TraceFailure(f.name, f.kind, f.message, list(f.trace))
+        return TraceFailure(f["property"], f["kind"], f["message"], list(f["steps"]),
+                            f.get("loop_start"))
+    return TraceFailure(f.name, f.kind, f.message, list(f.trace),
+                        getattr(f, "loop_start", None))
+
+
+def _loop_note(failure: TraceFailure) -> str:
+    k, n = failure.loop_start, len(failure.trace)
+    if k is None:
+        return ""
+    if k > n:
+        return " · then it stays in the last state forever"
+    return f" · steps {k}..{n} repeat forever (↻)"
 
 
 def lanes(model: ir.Model) -> list[str]:
@@ -224,7 +236,7 @@ def chart(model: ir.Model, failure: TraceFailure, source: str) -> graphviz.Digra
     title = (f"<<b>Counterexample: {html(failure.name)}</b> ({html(failure.kind)})<br/>"
              f'<font point-size="10">{html(Path(model.file).name)} '
              f"({html(params_note(model))}) · from {html(source)} · "
-             f"{n} {'step' if n == 1 else 'steps'}<br/>"
+             f"{n} {'step' if n == 1 else 'steps'}{_loop_note(failure)}<br/>"
              f'<font color="{MESSAGE_COLOUR}">network message</font> · '
              f'<font color="{BUS_COLOUR}">atomic bus</font> · dashed: still in flight'
              "</font>>")
@@ -250,6 +262,8 @@ def chart(model: ir.Model, failure: TraceFailure, source: str) -> graphviz.Digra
             lines = list(notes.get(name, []))
             if name == step.actor:
                 lines.insert(0, f"<b>{step.index}.</b> {html(_event(step))}")
+                if step.index == failure.loop_start:
+                    lines.insert(0, "<b>↻ the cycle starts here</b>")
                 if step.error:
                     lines.append(f'<font color="{ERROR_COLOUR}"><b>ERROR:</b> '
                                  f"{html(step.error)}</font>")

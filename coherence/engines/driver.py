@@ -59,17 +59,50 @@ def run(engine: Engine, model: ir.Model, options: CheckOptions | None = None) ->
         explored, witnesses = with_witnesses(model)
     opts = attrs.evolve(options, symmetry=symmetric)
     try:
-        return _finish(engine, sem, layout, opts, engine.explore(explored, layout, opts),
-                       notes, witnesses)
+        result = _finish(engine, sem, layout, opts, engine.explore(explored, layout, opts),
+                         notes, witnesses)
     except (TraceReplayError, NotSymmetric):
         if not symmetric:
             raise
-    # NOTE(symmetry-soundness): symmetry reduction is exact only for models whose behaviour
-    # does not depend on agent ids; a reduced path that cannot be replayed concretely proves
-    # this one's does, and its reduced answer cannot be trusted either way.
-    opts = attrs.evolve(options, symmetry=False)
-    return _finish(engine, sem, layout, opts, engine.explore(explored, layout, opts),
-                   [*notes, NOT_SYMMETRIC], witnesses)
+        # NOTE(symmetry-soundness): symmetry reduction is exact only for models whose
+        # behaviour does not depend on agent ids; a reduced path that cannot be replayed
+        # concretely proves this one's does, and its reduced answer cannot be trusted.
+        opts = attrs.evolve(options, symmetry=False)
+        result = _finish(engine, sem, layout, opts, engine.explore(explored, layout, opts),
+                         [*notes, NOT_SYMMETRIC], witnesses)
+    return with_liveness(model, options, result)
+
+
+def with_liveness(model: ir.Model, options: CheckOptions, result: CheckResult) -> CheckResult:
+    """The safety result with the spec's liveness properties checked on the state graph (by
+    ``coherence.liveness``, whichever engine ran the safety search), when asked."""
+    if not model.liveness:
+        return result
+    names = [p.name for p in model.liveness]
+    if not options.liveness:
+        result.notes.append(f"liveness not checked: {', '.join(names)} (--liveness checks "
+                            "them)")
+        return result
+    if result.stopped or (options.stop_at_first and result.failures):
+        result.notes.append(f"liveness not checked: {', '.join(names)} (the safety search "
+                            "did not finish)")
+        return result
+    from coherence.liveness import SYMMETRY_NOTE, check_liveness
+    live = check_liveness(model, options)
+    result.properties = [*result.properties, *names]
+    result.failures = [*result.failures, *live.failures]
+    notes = [f"liveness: {live.states:,} states and {live.edges:,} edges stored in "
+             f"{live.seconds:.2f} s ({live.graph_bytes / 2**20:.1f} MiB of graph); engine "
+             "reference"]
+    if options.symmetry and model.agents > 1:
+        notes.append(SYMMETRY_NOTE)
+    result.notes += notes
+    if live.failures:
+        result.verdict = "fails"
+    elif live.stopped:
+        result.stopped = f"liveness search: {live.stopped}"
+        result.verdict = "incomplete"
+    return result
 
 
 def vacuous(raw: RawResult, witnesses: dict[FailureKey, Premise]) -> list[str]:

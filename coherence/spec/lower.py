@@ -137,6 +137,7 @@ class _Lowerer:
             self.machine_body(node)
         invariants = tuple(self.invariant_decl(n) for n in by_kind.get("invariant_decl", []))
         properties = tuple(self.property_decl(n) for n in by_kind.get("property_decl", []))
+        liveness = tuple(self.liveness_decl(n) for n in by_kind.get("liveness_decl", []))
         self.check_message_handlers()
         if not machine_nodes:
             # NOTE(vacuity): with no machine nothing can happen, and every property would
@@ -157,6 +158,7 @@ class _Lowerer:
             machines=tuple(self.machines.values()),
             invariants=invariants,
             properties=properties,
+            liveness=liveness,
         )
 
     # ------------------------------------------------------------ params
@@ -452,8 +454,9 @@ class _Lowerer:
 
     def transition(self, machine: ir.Machine, node: Tree, index: int) -> ir.Transition:
         ctx = _Ctx(machine=machine)
+        fairness, *children = node.children
         if node.data == "rule_decl":
-            name, params_node, in_clause, when_clause, body = node.children
+            name, params_node, in_clause, when_clause, body = children
             params = self.fields(params_node, f"rule {name}") if params_node else ()
             for p in params:
                 if not _enumerable(p.type):
@@ -462,7 +465,7 @@ class _Lowerer:
                 ctx.locals[-1][p.name] = p.type
             kind, stall = "rule", False
         else:
-            name, ev_params, in_clause, when_clause, tail = node.children
+            name, ev_params, in_clause, when_clause, tail = children
             stall = isinstance(tail, Tree) and tail.data == "stall"
             body = None if stall else tail
             if str(name) in self.events:
@@ -497,8 +500,12 @@ class _Lowerer:
             guard = self.expr(when_clause.children[0], ctx)
             self.expect_bool(guard, when_clause.children[0])
         stmts = () if body is None else self.block(body, ctx)
+        fair = None if fairness is None else str(fairness) == "fair"
+        if fair is not None and stall:
+            raise self.error(f"'{fairness}' has no meaning on a stall: a stalled message is "
+                             "not taken", fairness)
         return ir.Transition(machine.name, kind, str(name), params, states, guard, stmts, stall,
-                             index, self.span(node))
+                             index, self.span(node), fair)
 
     def check_message_handlers(self) -> None:
         """Catch statically what is certainly a 'no rule' error: a message nobody handles."""
@@ -547,6 +554,39 @@ class _Lowerer:
             raise self.error(f"unknown property kind '{kind}' (expected: "
                              f"{', '.join(PROPERTY_KINDS)})", kind)
         return ir.Property(str(name), str(kind), self.span(name))
+
+    def liveness_decl(self, node: Tree) -> ir.Liveness:
+        """AG EF GOAL, or PREMISE ~> GOAL where a leading ``forall`` binds both sides."""
+        name, first, leads_to = node.children
+        self.declare(name, "liveness property")
+        ctx = _Ctx(in_invariant=True)
+        if leads_to is None:
+            goal = self.expr(first, ctx)
+            self.expect_bool(goal, first)
+            return ir.Liveness(str(name), ir.LivenessKind.REACHABLE, (), None, goal,
+                               self.span(name))
+        binders: list[ir.Field] = []
+        premise_node = first
+        with self.scope(ctx):
+            while (isinstance(premise_node, Tree) and premise_node.data == "quant"
+                   and str(premise_node.children[0]) == "forall"):
+                *binder_nodes, premise_node = premise_node.children[1:]
+                for binder in binder_nodes:
+                    bname, type_node = binder.children
+                    t = self.binder_type(type_node, ctx)
+                    if isinstance(t, _MsgBinding):
+                        raise self.error("a leads-to's variables range over agents or finite "
+                                         "types, not over messages in flight (which come and "
+                                         "go between P and Q)", type_node)
+                    self.bind(ctx, bname, t)
+                    binders.append(ir.Field(str(bname), t, self.span(bname)))
+            premise = self.expr(premise_node, ctx)
+            self.expect_bool(premise, premise_node)
+            goal_node = leads_to.children[0]
+            goal = self.expr(goal_node, ctx)
+            self.expect_bool(goal, goal_node)
+        return ir.Liveness(str(name), ir.LivenessKind.LEADS_TO, tuple(binders), premise, goal,
+                           self.span(name))
 
     # ------------------------------------------------------------ statements
 

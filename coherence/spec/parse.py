@@ -41,6 +41,7 @@ _TERMINAL_NAMES = {
     "MACHINE_KIND": "'cache', 'home'", "GHOST": "'ghost'", "AUX": "'aux'",
     "QUANT": "'forall', 'exists'", "CMP_OP": "a comparison", "ADD_OP": "'+', '-'",
     "ESCAPED_STRING": "a string", "PLUS": "'+'", "MINUS": "'-'", "BANG": "'!'",
+    "FAIRNESS": "a fairness mark ('fair', 'unfair')",
 }
 
 

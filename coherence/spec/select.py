@@ -16,7 +16,8 @@ def drop_properties(model: Model, names: list[str]) -> Model:
     Skipping a ``coherence`` property also removes its monitor from the state, which can make
     the state space much smaller.
     """
-    known = {i.name for i in model.invariants} | {p.name for p in model.properties}
+    known = ({i.name for i in model.invariants} | {p.name for p in model.properties}
+             | {p.name for p in model.liveness})
     for name in names:
         if name not in known:
             listed = ", ".join(sorted(known)) or "none"
@@ -28,4 +29,5 @@ def drop_properties(model: Model, names: list[str]) -> Model:
         model,
         invariants=tuple(i for i in model.invariants if i.name not in names),
         properties=tuple(p for p in model.properties if p.name not in names),
+        liveness=tuple(p for p in model.liveness if p.name not in names),
     )

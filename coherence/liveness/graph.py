@@ -1,0 +1,298 @@
+"""Graph algorithms for liveness, over a state graph held in flat int arrays.
+
+The graph is stored by source in compressed rows (``first``, ``dst``, ``task``): the edges
+leaving state ``s`` are ``first[s] .. first[s + 1] - 1``. A state costs one 8-byte offset and
+an edge 8 bytes (its target and its fairness task), never a Python object. Every algorithm
+here is iterative (explicit stacks and queues), so no graph is too deep for it.
+
+NOTE(weak-fairness): a task is one thing a path may not neglect forever (delivering one
+message, one machine's one rule with its parameters); ``task[e]`` is the task edge ``e``
+performs, or ``UNFAIR``. A path that stays in a strongly connected set C forever can be weakly
+fair exactly when every task enabled in *every* state of C is performed by some edge inside C:
+the path then visits every state and edge of C infinitely often, so each task is either taken
+infinitely often or disabled infinitely often. A task enabled throughout C but taken by no
+edge inside it makes every path that stays in C unfair, and so every path that stays in a
+subset of C, so no further decomposition is needed (it would be for strong fairness). A state
+whose only moves are unfair may also stutter there forever: a one-state component with no
+fair task enabled is fair.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import deque
+from collections.abc import Iterable
+
+import attrs
+
+UNFAIR = -1
+
+
+@attrs.define
+class Graph:
+    first: array  # 'q': n + 1 offsets into dst and task
+    dst: array  # 'i'
+    task: array  # 'i': the fairness task of each edge, or UNFAIR
+
+    @property
+    def n(self) -> int:
+        return len(self.first) - 1
+
+    def edges(self, s: int) -> range:
+        return range(self.first[s], self.first[s + 1])
+
+    def fair_tasks(self, s: int) -> set[int]:
+        """The fair tasks enabled in ``s`` (those of its outgoing edges)."""
+        task = self.task
+        return {task[e] for e in range(self.first[s], self.first[s + 1]) if task[e] != UNFAIR}
+
+
+@attrs.define
+class Reverse:
+    """Predecessor edges in compressed rows: ``src[first[s] .. first[s + 1] - 1]``."""
+
+    first: array
+    src: array
+
+
+def reverse(g: Graph) -> Reverse:
+    """Predecessors of every state, by a counting sort of the edges on their targets."""
+    n = g.n
+    count = array("q", bytes(8 * (n + 1)))
+    for d in g.dst:
+        count[d + 1] += 1
+    for s in range(n):
+        count[s + 1] += count[s]
+    pos = array("q", count)
+    src = array("i", bytes(4 * len(g.dst)))
+    first, dst = g.first, g.dst
+    for s in range(n):
+        for e in range(first[s], first[s + 1]):
+            d = dst[e]
+            src[pos[d]] = s
+            pos[d] += 1
+    return Reverse(count, src)
+
+
+def backward_reachable(rev: Reverse, targets: bytearray,
+                       allowed: bytearray | None = None) -> bytearray:
+    """1 for every state that can reach a target along states that are all ``allowed``
+    (targets themselves must be allowed to count)."""
+    n = len(rev.first) - 1
+    seen = bytearray(n)
+    queue: deque[int] = deque()
+    for s in range(n):
+        if targets[s] and (allowed is None or allowed[s]):
+            seen[s] = 1
+            queue.append(s)
+    first, src = rev.first, rev.src
+    while queue:
+        s = queue.popleft()
+        for e in range(first[s], first[s + 1]):
+            p = src[e]
+            if not seen[p] and (allowed is None or allowed[p]):
+                seen[p] = 1
+                queue.append(p)
+    return seen
+
+
+def sccs(g: Graph, allowed: bytearray | None = None, roots: Iterable[int] | None = None,
+         first_only: bool = False) -> tuple[array, int]:
+    """Tarjan's strongly connected components of the subgraph of ``allowed`` states, without
+    recursion: ``comp[s]`` numbers the component of ``s`` (-1 outside it) in the order they
+    complete, so a component's successors outside it complete before it. From one root, the
+    first component completed is a bottom one; ``first_only`` stops there."""
+    n = g.n
+    index = array("i", [-1]) * n
+    low = array("i", [0]) * n
+    comp = array("i", [-1]) * n
+    on_stack = bytearray(n)
+    stack: list[int] = []
+    counter = ncomp = 0
+    first, dst = g.first, g.dst
+    for root in (range(n) if roots is None else roots):
+        if index[root] != -1 or (allowed is not None and not allowed[root]):
+            continue
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack[root] = 1
+        work = [(root, first[root])]
+        while work:
+            v, e = work[-1]
+            end = first[v + 1]
+            descended = False
+            while e < end:
+                w = dst[e]
+                e += 1
+                if allowed is not None and not allowed[w]:
+                    continue
+                if index[w] == -1:
+                    work[-1] = (v, e)
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on_stack[w] = 1
+                    work.append((w, first[w]))
+                    descended = True
+                    break
+                if on_stack[w] and index[w] < low[v]:
+                    low[v] = index[w]
+            if descended:
+                continue
+            work.pop()
+            if work:
+                u = work[-1][0]
+                if low[v] < low[u]:
+                    low[u] = low[v]
+            if low[v] == index[v]:
+                while True:
+                    w = stack.pop()
+                    on_stack[w] = 0
+                    comp[w] = ncomp
+                    if w == v:
+                        break
+                ncomp += 1
+                if first_only:
+                    return comp, ncomp
+    return comp, ncomp
+
+
+def fair_components(g: Graph, comp: array, ncomp: int) -> bytearray:
+    """1 for each component that a weakly fair path can stay in forever (see
+    NOTE(weak-fairness)): the fair tasks enabled in all its states are all taken inside it."""
+    enabled: list[set[int] | None] = [None] * ncomp
+    taken: list[set[int]] = [set() for _ in range(ncomp)]
+    first, dst, task = g.first, g.dst, g.task
+    for s in range(g.n):
+        c = comp[s]
+        if c < 0:
+            continue
+        mine: set[int] = set()
+        inside = taken[c]
+        for e in range(first[s], first[s + 1]):
+            t = task[e]
+            if t != UNFAIR:
+                mine.add(t)
+                if comp[dst[e]] == c:
+                    inside.add(t)
+        both = enabled[c]
+        enabled[c] = mine if both is None else both & mine
+    return bytearray(1 if (enabled[c] or set()) <= taken[c] else 0 for c in range(ncomp))
+
+
+def path_within(g: Graph, start: int, allowed: bytearray | None,
+                goal: bytearray) -> list[int] | None:
+    """The edges of a shortest path from ``start`` to a ``goal`` state through ``allowed``
+    states (empty when ``start`` is one), or None."""
+    if goal[start]:
+        return []
+    parent_edge = {start: -1}
+    queue = deque([start])
+    first, dst = g.first, g.dst
+    while queue:
+        s = queue.popleft()
+        for e in range(first[s], first[s + 1]):
+            w = dst[e]
+            if w in parent_edge or (allowed is not None and not allowed[w]):
+                continue
+            parent_edge[w] = e
+            if goal[w]:
+                return _edges_back(g, parent_edge, w)
+            queue.append(w)
+    return None
+
+
+def _edges_back(g: Graph, parent_edge: dict[int, int], end: int) -> list[int]:
+    out = []
+    e = parent_edge[end]
+    while e >= 0:
+        out.append(e)
+        e = parent_edge[source(g, e)]
+    return out[::-1]
+
+
+def source(g: Graph, e: int) -> int:
+    """The state edge ``e`` leaves (binary search in the row offsets)."""
+    lo, hi = 0, g.n - 1
+    first = g.first
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if first[mid] <= e:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def fair_cycle(g: Graph, comp: array, start: int) -> list[int]:
+    """The edges of a cycle from ``start`` back to it inside its (fair) component that no
+    weakly fair task can object to: for each fair task enabled at ``start`` the cycle takes
+    it or passes a state where it is disabled. Empty when the component is ``start`` alone
+    with no edge to itself (the path stutters there: nothing fair is enabled)."""
+    c = comp[start]
+    inside = bytearray(1 if comp[s] == c else 0 for s in range(g.n))
+    if not any(g.dst[e] == start for e in g.edges(start)) and sum(inside) == 1:
+        return []
+    cycle: list[int] = []
+    cur = start
+    settled: set[int] = set()
+    for t in sorted(g.fair_tasks(start)):
+        if t in settled:
+            continue
+        leg = _leg_for_task(g, inside, cur, t)
+        for e in leg:
+            settled.add(g.task[e])
+        cycle += leg
+        cur = g.dst[leg[-1]] if leg else cur
+        settled.add(t)
+    # back to the start (a non-empty cycle even when no task needed a detour)
+    back = _path_back(g, inside, cur, start, nonempty=not cycle)
+    return cycle + back
+
+
+def _leg_for_task(g: Graph, inside: bytearray, start: int, t: int) -> list[int]:
+    """Edges from ``start`` to a state where task ``t`` is disabled, or through an edge that
+    performs it, whichever is nearer; the component guarantees one of them."""
+    parent_edge = {start: -1}
+    queue = deque([start])
+    while queue:
+        s = queue.popleft()
+        if t not in g.fair_tasks(s):
+            return _edges_back(g, parent_edge, s)
+        for e in g.edges(s):
+            w = g.dst[e]
+            if not inside[w]:
+                continue
+            if g.task[e] == t:
+                return [*_edges_back(g, parent_edge, s), e]
+            if w not in parent_edge:
+                parent_edge[w] = e
+                queue.append(w)
+    raise AssertionError(f"task {t} is neither disabled nor taken in a fair component")
+
+
+def _path_back(g: Graph, inside: bytearray, start: int, end: int, nonempty: bool) -> list[int]:
+    if start == end and not nonempty:
+        return []
+    parent_edge: dict[int, int] = {}
+    queue = deque([start])
+    seen = {start}
+    while queue:
+        s = queue.popleft()
+        for e in g.edges(s):
+            w = g.dst[e]
+            if not inside[w]:
+                continue
+            if w == end:
+                path = [e]
+                while s != start:
+                    pe = parent_edge[s]
+                    path.append(pe)
+                    s = source(g, pe)
+                return path[::-1]
+            if w not in seen:
+                seen.add(w)
+                parent_edge[w] = e
+                queue.append(w)
+    raise AssertionError("no way back inside a strongly connected component")
