@@ -183,6 +183,20 @@ def test_matching_rules() -> None:
 # ---------------------------------------------------------------- the blocks themselves
 
 
+def test_markers_and_commands_are_read(tmp_path: Path) -> None:
+    doc = tmp_path / "d.md"
+    doc.write_text("text\n\n<!-- slow -->\n\n```\n$ coherence check a.coh\nout 1\n...\n"
+                   "$ coherence litmus 'a b.coh' MP\nout 2\n```\n<!-- file: t.litmus -->\n"
+                   "```litmus\nlitmus T;\n```\n```\nplain\n```\n")
+    first, second, third = blocks(doc)
+    assert first.markers == ("slow",) and first.line == 5 and first.file_name() is None
+    assert [(c.argv, c.expected) for c in commands(first)] == [
+        (["coherence", "check", "a.coh"], ["out 1", "..."]),
+        (["coherence", "litmus", "a b.coh", "MP"], ["out 2"])]
+    assert second.file_name() == "t.litmus" and second.body == ["litmus T;"]
+    assert third.markers == () and commands(third) == []
+
+
 def test_the_docs_show_commands() -> None:
     """The block finder finds what is there (a broken finder would check nothing)."""
     where = {c.block.doc.name for c in ALL_COMMANDS}

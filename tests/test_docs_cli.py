@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+from pathlib import Path
 
 import pytest
 from helpers import ROOT
@@ -92,3 +93,30 @@ def test_mutants_and_bench_prove_apply_param(capsys: pytest.CaptureFixture[str])
     assert "no parameter 'nope'" in capsys.readouterr().err
     assert main(["bench", "prove", "--param", "agents=2", "--proofs"]) == 2
     assert "--agents-list" in capsys.readouterr().err
+
+
+def test_hw_report_passes_param_to_every_model(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    import coherence.spec.load as load
+
+    doc = {"schema": 1, "provenance": {"gpu": "synthetic"}, "results": [
+        {"test": "MP", "variant": "weak", "timeouts": 0, "shared_sm": {},
+         "sass": {"checked": False}, "distinct_sm": {"1:r0=1 1:r1=1 x=1 y=1": 10}}]}
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(doc))
+    seen: list[dict[str, int]] = []
+    real = load.load_spec
+
+    def spy(spec: str, overrides: dict[str, int] | None = None) -> object:
+        seen.append(dict(overrides or {}))
+        return real(spec, overrides)
+
+    monkeypatch.setattr(load, "load_spec", spy)
+    wt = str(ROOT / "specs" / "gpu_write_through.coh")
+    assert main(["hw", "report", str(path), "--model", wt, "--param", "capacity=1",
+                 "--json"]) == 0
+    assert seen and all(o["capacity"] == 1 and o["agents"] == 2 for o in seen)
+    capsys.readouterr()
+    assert main(["hw", "report", str(path), "--model", wt, "--param", "lines=3"]) == 2
+    assert "set by each litmus test" in capsys.readouterr().err

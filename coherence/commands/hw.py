@@ -54,6 +54,9 @@ def add_args(p: argparse.ArgumentParser) -> None:
                      help="protocol model to compare with (repeatable; default: the three "
                           "bundled GPU models)")
     add_core_arg(rep)  # as `litmus --core`; the H200 report used --core pipelined
+    rep.add_argument("--param", "-p", action="append", default=[], metavar="NAME=VALUE",
+                     help="override a parameter of every model (repeatable; agents, lines and "
+                          "values are set per test, as in litmus)")
     rep.add_argument("--out-dir", type=output_dir, metavar="DIR",
                      help="write report.md and report.png here")
     rep.add_argument("--json", action="store_true", help="print one JSON document on stdout")
@@ -141,11 +144,12 @@ def run_hw(args: argparse.Namespace) -> int:
 
 def report(args: argparse.Namespace) -> int:
     from coherence.commands.common import out_console
+    from coherence.commands.litmus import litmus_params
     from coherence.hw.report import load_results, markdown, plot, rows
 
     docs = [load_results(p) for p in args.results]
     specs = args.model or DEFAULT_MODELS
-    table = rows(docs, specs, args.core)
+    table = rows(docs, specs, args.core, litmus_params(args.param))
     md = markdown(table, docs[0].get("provenance"), args.core)
     written = []
     if args.out_dir:

@@ -45,20 +45,28 @@ def add_core_arg(p: argparse.ArgumentParser) -> None:
                         f"Default: {DEFAULT_CORE}")
 
 
-def run(args: argparse.Namespace) -> int:
+def litmus_params(items: list[str]) -> dict[str, int]:
+    """``--param`` of the verbs that run litmus tests: each test sets agents, lines, values."""
     from coherence.errors import NO_SPAN, SpecError
+    from coherence.spec.load import parse_overrides
+
+    extra = parse_overrides(items)
+    for fixed in ("agents", "lines", "values"):
+        if fixed in extra:
+            raise SpecError(f"--param {fixed}: set by each litmus test, not on the command "
+                            "line", NO_SPAN)
+    return extra
+
+
+def run(args: argparse.Namespace) -> int:
     from coherence.litmus.catalogue import load_catalogue
     from coherence.litmus.model import model_overrides, program_key, run_on_model
     from coherence.litmus.program import holds, outcome_dict, outcome_text
     from coherence.litmus.sc import sc_outcomes
     from coherence.litmus.variants import apply_variant, variant_names
-    from coherence.spec.load import load_spec, parse_overrides
+    from coherence.spec.load import load_spec
 
-    extra = parse_overrides(args.param)
-    for fixed in ("agents", "lines", "values"):
-        if fixed in extra:
-            raise SpecError(f"--param {fixed}: set by each litmus test, not on the command "
-                            "line", NO_SPAN)
+    extra = litmus_params(args.param)
     tests = load_catalogue(args.tests)
     rows: list[dict[str, Any]] = []
     cache: dict[tuple, Any] = {}

@@ -49,15 +49,17 @@ def observed(test: Litmus, hist: dict[str, int]) -> dict[Outcome, int]:
 class Verdicts:
     """Model runs are cached per (spec, compiled program): many variants share one."""
 
-    def __init__(self, specs: list[str], core: str = DEFAULT_CORE) -> None:
+    def __init__(self, specs: list[str], core: str = DEFAULT_CORE,
+                 params: dict[str, int] | None = None) -> None:
         self.specs = specs
         self.core = core
+        self.params = params or {}
         self._cache: dict[tuple, set[Outcome]] = {}
 
     def allowed(self, spec: str, test: Litmus) -> set[Outcome]:
         from coherence.spec.load import load_spec
 
-        model = load_spec(spec, model_overrides(test))
+        model = load_spec(spec, {**self.params, **model_overrides(test)})
         key = (spec, program_key(model, test))
         if key not in self._cache:
             self._cache[key] = run_on_model(model, test, core=self.core).outcomes
@@ -71,11 +73,11 @@ class Verdicts:
         return test, comps
 
 
-def rows(docs: Iterable[dict[str, Any]], specs: list[str],
-         core: str = DEFAULT_CORE) -> list[dict[str, Any]]:
+def rows(docs: Iterable[dict[str, Any]], specs: list[str], core: str = DEFAULT_CORE,
+         params: dict[str, int] | None = None) -> list[dict[str, Any]]:
     """One row per test and variant. GPU cores issue later loads while earlier ones are
     outstanding, so a comparison with a GPU wants ``core="pipelined"``."""
-    v = Verdicts(specs, core)
+    v = Verdicts(specs, core, params)
     out = []
     for doc in docs:
         for r in doc["results"]:
