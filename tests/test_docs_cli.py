@@ -1,11 +1,14 @@
-"""What the README says about the command line, checked against the argparse parser itself:
-which verbs take ``--param``, ``--agents`` and ``--json``, and one ``--core`` default."""
+"""What the docs say about the command line, checked against the argparse parser itself:
+which verbs take ``--param``, ``--agents`` and ``--json``, one ``--core`` default, and that
+every ``coherence ...`` command named in README/docs (without its output: those are run by
+test_docs.py) uses verbs and options that exist."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -120,3 +123,46 @@ def test_hw_report_passes_param_to_every_model(tmp_path: Path,
     capsys.readouterr()
     assert main(["hw", "report", str(path), "--model", wt, "--param", "lines=3"]) == 2
     assert "set by each litmus test" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- commands named in the prose
+
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+INLINE = re.compile(r"`(coherence [^`]+)`")
+INDENTED = re.compile(r"^ {4}(coherence .+)$", re.M)
+
+
+def mentioned_commands() -> list[tuple[str, str]]:
+    """(doc, command) for each ``coherence ...`` in inline code or an indented code line."""
+    out = []
+    for doc in DOCS:
+        text = doc.read_text(encoding="utf-8")
+        out += [(doc.name, " ".join(c.split())) for c in INLINE.findall(text)]
+        out += [(doc.name, c.strip()) for c in INDENTED.findall(text)]
+    return out
+
+
+def test_docs_name_commands() -> None:
+    names = {c for _, c in mentioned_commands()}
+    assert "coherence mutants specs/mutants/" in names and len(names) >= 30
+
+
+@pytest.mark.parametrize(("doc", "command"), mentioned_commands())
+def test_named_verb_and_options_exist(doc: str, command: str) -> None:
+    """A command the docs name uses a verb and options the parser has; one with no
+    placeholder (SPEC, N, [...], a|b) is parsed whole, as the shell would pass it."""
+    leaves = leaf_parsers()
+    words = command.split()[1:]
+    verb = " ".join(words[:2]) if " ".join(words[:2]) in leaves else words[0]
+    if verb not in leaves and len(words) == 1:  # a group: `coherence hw`, `coherence bench`
+        assert any(v.startswith(f"{verb} ") for v in leaves), f"{doc}: `{command}`: no {verb!r}"
+        return
+    assert verb in leaves, f"{doc}: `{command}`: no verb {verb!r}"
+    known = options(leaves[verb])
+    for w in words:
+        if w.startswith("--") or (w.startswith("-") and len(w) == 2):
+            opt = w.strip("[]").split("=")[0]
+            assert opt in known, f"{doc}: `{command}`: {verb} has no option {opt}"
+    placeholder = re.search(r"[\[\]|…]|\.\.\.|\b[A-Z]{1,5}\b|SPEC", command)
+    if not placeholder and re.search(r"/|\.(coh|json|litmus)\b", command):
+        build_parser().parse_args(shlex.split(command)[1:])
