@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
@@ -18,6 +19,7 @@ from coherence.errors import NO_SPAN, SpecError
 
 EXIT_HOLDS, EXIT_FAILS, EXIT_BAD_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
 EXIT_INTERRUPTED = 130  # interrupted outside a search (which gives a partial result, 3)
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a reader that closed the pipe
 
 Verb = Callable[[argparse.Namespace], int]
 
@@ -91,6 +93,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     try:
         return int(args.run(args))
+    except BrokenPipeError:
+        return _reader_went_away()
     except SpecError as err:
         if getattr(args, "json", False):
             print(json.dumps(error_document(err.message, err.location())))
@@ -104,6 +108,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                               "exit_code": EXIT_INTERRUPTED}))
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def _reader_went_away() -> int:
+    """``coherence … | head`` closes the pipe early: that is the reader's choice, not an error
+    worth a traceback; stdout is pointed at /dev/null so the interpreter's final flush stays
+    quiet too."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout without a descriptor (a test's)
+        pass
+    return EXIT_BROKEN_PIPE
 
 
 def emit_json(doc: dict[str, Any]) -> None:
