@@ -31,13 +31,15 @@ JSON-lines records (``schema`` 1; ``coherence/schemas/progress.json``), one per 
 
 from __future__ import annotations
 
+import argparse
 import json
+import math
 import re
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import IO, Any
 
 from rich.console import Console
@@ -250,7 +252,7 @@ class Reporter:
             if self.kind == "jsonl":
                 self._write_json(record)
             elif self.kind == "plain":
-                self._write_text(f"[{duration(elapsed)}] {self.tool}: done, "
+                self._write_text(f"[{duration(elapsed)}] {self.tool}: finished, "
                                  f"{summary['verdict']} (exit {summary['exit_code']}); "
                                  f"peak rss {mib(record['peak_rss_bytes'])}")
 
@@ -329,6 +331,39 @@ class Reporter:
             return
         self.stream.write(text + "\n")
         self.stream.flush()
+
+
+def add_progress_args(p: argparse.ArgumentParser) -> None:
+    """``--progress MODE`` and ``--progress-every SECONDS``, the same on every verb."""
+    p.add_argument("--progress", choices=MODES, default="auto",
+                   help="progress on stderr, header first: auto (a live line on a terminal, "
+                        "else nothing; the default), always (live on a terminal, else plain "
+                        "lines), plain (a line every --progress-every seconds), jsonl (one "
+                        "JSON object per line for tools; schema coherence/schemas/"
+                        "progress.json; stdout keeps --json's document), never")
+    p.add_argument("--progress-every", type=_seconds, metavar="SECONDS",
+                   help="seconds between progress lines (default: 10 plain, 1 jsonl, "
+                        "0.25 live; 0: at every report)")
+
+
+def _seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
+    return value
+
+
+_seconds.__name__ = "seconds"
+
+
+def reporter(args: argparse.Namespace, tool: str) -> AbstractContextManager[Reporter]:
+    """The run's reporter, as ``--progress`` and ``--progress-every`` ask."""
+    return reporting(tool, getattr(args, "progress", "never"),
+                     getattr(args, "progress_every", None))
 
 
 @contextmanager

@@ -97,7 +97,7 @@ def test_progress_flag_keeps_stdout_clean(capsys: pytest.CaptureFixture[str]) ->
     header, *lines, done = captured.err.splitlines()
     assert header.startswith(f"coherence check {ACKED} (agents=2 ")
     assert lines and all(PROGRESS_LINE.fullmatch(line) for line in lines)
-    assert "coherence check: done, holds (exit 0)" in done
+    assert "coherence check: finished, holds (exit 0)" in done
     assert main(["check", ACKED, "-n", "2",
                  "--progress", "never"]) == 0
     assert capsys.readouterr().err == ""

@@ -16,6 +16,8 @@ import pytest
 from rich.console import Console
 
 from coherence.cli import main
+from coherence.commands.litmus import DEFAULT_MAX_STATES
+from coherence.litmus.model import PROGRESS_STATES
 from coherence.progress import (
     Reporter,
     duration,
@@ -78,7 +80,7 @@ def test_plain_lines_without_a_terminal() -> None:
                       "max_states none, memory_limit 1,024 MiB")
     assert re.fullmatch(r"\[0s\] coherence check: states 10  1/4  eta \d+s  rss [\d,]+ MiB",
                         line)
-    assert re.fullmatch(r"\[0s\] coherence check: done, holds \(exit 0\); peak rss [\d,]+ MiB",
+    assert re.fullmatch(r"\[0s\] coherence check: finished, holds \(exit 0\); peak rss [\d,]+ MiB",
                         done)
 
 
@@ -220,3 +222,76 @@ def test_diagram(kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert code == 0
     assert_stream(recs, "coherence diagram", 0)
     assert recs[0]["kind"] == kind and recs[-1]["files"] == len(doc["files"])
+
+
+def test_litmus_reports_each_program_and_its_states(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc, recs = run_verb(["litmus", str(SPECS / "gpu_write_through.coh"), "WRC", "MP",
+                                "-V", "weak"], capsys)
+    assert code == 0
+    assert_stream(recs, "coherence litmus", 0)
+    assert recs[0]["bounds"] == {"max_states_per_program": DEFAULT_MAX_STATES}
+    assert recs[0]["programs"] == 2 and doc["max_states"] == DEFAULT_MAX_STATES
+    progress = [r for r in recs if r["type"] == "progress"]
+    starts = [(r["test"], r["done"], r["total"]) for r in progress if r.get("states") == 0]
+    assert starts == [("WRC", 0, 2), ("MP", 1, 2)]
+    # WRC explores more than PROGRESS_STATES states: the explorer reports from inside the search
+    assert any(r.get("states") == PROGRESS_STATES and r["test"] == "WRC" for r in progress)
+
+
+def test_litmus_says_when_the_default_bound_stopped_it(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from coherence.commands import litmus
+    monkeypatch.setattr(litmus, "DEFAULT_MAX_STATES", 20)
+    wt = str(SPECS / "gpu_write_through.coh")
+    assert main(["litmus", wt, "MP", "-V", "weak", "--json"]) == 3
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["max_states"] == 20 and doc["results"][0]["stopped"]
+    assert doc["notes"] == ["stopped at the default bound of 20 states per program (result: "
+                            "incomplete); raise it with --max-states N, or lift it with "
+                            "--max-states 0"]
+    assert main(["litmus", wt, "MP", "-V", "weak"]) == 3
+    assert "note: stopped at the default bound of 20 states" in capsys.readouterr().out
+    # an explicit bound is the user's own: no note; 0 lifts the bound
+    assert main(["litmus", wt, "MP", "-V", "weak", "--max-states", "20", "--json"]) == 3
+    assert json.loads(capsys.readouterr().out)["notes"] == []
+    assert main(["litmus", wt, "MP", "-V", "weak", "--max-states", "0", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["max_states"] is None and doc["results"][0]["stopped"] is None
+
+
+def test_bench_check_reports_each_case(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc, recs = run_verb(["bench", "check", MSI, "-n", "2"], capsys)
+    assert code == 0 and [r["symmetry"] for r in doc["runs"]] == ["off", "exact"]
+    assert_stream(recs, "coherence bench check", 0)
+    cases = [r["message"] for r in recs if r["type"] == "progress" and "states" not in r]
+    assert cases == ["case 1 of 2: symmetry off, run 1 of 1",
+                     "case 2 of 2: symmetry exact, run 1 of 1"]
+    assert any(r.get("states") for r in recs)  # the engine's reports, under their case
+
+
+def test_bench_prove_reports_each_case(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _doc, recs = run_verb(["bench", "prove", MSI, "--agents-list", "2", "--bmc-depth",
+                                 "2", "--proofs"], capsys)
+    assert code == 0
+    assert_stream(recs, "coherence bench prove", 0)
+    messages = [r["message"] for r in recs if r["type"] == "progress"]
+    assert messages[0] == "case 1 of 1: BMC agents=2"
+    assert "case 1 of 1: BMC agents=2, BMC depth 2 checked" in " | ".join(messages)
+    assert "checker BFS to depth 2 of 2" in messages[-2]
+
+
+def test_bench_fuzz_reports_each_spec(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _doc, recs = run_verb(["bench", "fuzz", MSI, "-n", "2", "--seeds", "1", "--budget",
+                                 "3", "--steps", "3"], capsys)
+    assert code == 0
+    assert_stream(recs, "coherence bench fuzz", 0)
+    assert [r["message"] for r in recs if r["type"] == "progress"] == [
+        f"spec 1 of 1: {MSI}", "1 spec measured"]
+
+
+def test_bench_engines_reports_each_cell(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _doc, recs = run_verb(["bench", "engines", "--rows", "msi_snooping:2", "--tools",
+                                 "reference"], capsys)
+    assert code == 0
+    assert_stream(recs, "coherence bench engines", 0)
+    assert recs[1]["message"] == "cell 1 of 1: msi_snooping:2: reference ..."

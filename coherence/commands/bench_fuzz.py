@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from coherence.cli import add_param_args, emit_json
+from coherence.progress import add_progress_args
 from coherence.testing.bench import bench_spec, default_specs
 
 HELP = "fuzzing against the checker: bugs found, examples needed, shrunk/shortest length"
@@ -23,16 +24,28 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--steps", type=positive_int, default=50, metavar="N", help="steps per example")
     p.add_argument("--max-states", type=positive_int, default=500_000, metavar="N",
                    help="stop the baseline checker after N states (default 500000)")
+    add_progress_args(p)
 
 
 def run(args: argparse.Namespace) -> int:
-    from coherence.commands.common import out_console
+    from coherence.commands.common import out_console, reporter
     from coherence.spec.load import parse_overrides
 
     overrides = parse_overrides(args.param, args.agents)
     specs = args.specs or default_specs()
-    rows = [bench_spec(s, overrides, args.seeds, args.budget, args.steps, args.max_states)
-            for s in specs]
+    rows = []
+    with reporter(args, "coherence bench fuzz") as rep:
+        rep.header(None, overrides, "hypothesis",
+                   {"seeds": args.seeds, "budget": args.budget, "steps": args.steps,
+                    "checker_max_states": args.max_states}, specs=len(specs))
+        for i, s in enumerate(specs):  # each: the checker, then one fuzz run per seed
+            rep.update(f"spec {i + 1} of {len(specs)}: {s}", done=i, total=len(specs),
+                       force=True, spec=s)
+            rows.append(bench_spec(s, overrides, args.seeds, args.budget, args.steps,
+                                   args.max_states))
+        rep.update(f"{len(specs)} spec{'s' if len(specs) != 1 else ''} measured",
+                   done=len(specs), total=len(specs))
+        rep.finish("measured", 0, specs=len(specs))
     doc = {"tool": "coherence bench fuzz", "seeds": args.seeds, "budget": args.budget,
            "steps": args.steps, "specs": rows,
            "all_goals_met": all(r["goal_met"] is not False for r in rows),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 
 from coherence.cli import emit_json
+from coherence.progress import add_progress_args
 from coherence.smt.bench import DEFAULT_SPECS, bmc_rows, proof_row
 
 HELP = "Z3 back end: seconds per BMC depth, depth reached in a budget, time of each proof"
@@ -34,10 +35,11 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rlimit", type=positive_int, metavar="N",
                    help="bound each Z3 check of the proofs by N resource units (see prove)")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    add_progress_args(p)
 
 
 def run(args: argparse.Namespace) -> int:
-    from coherence.commands.common import out_console
+    from coherence.commands.common import out_console, reporter
     from coherence.errors import NO_SPAN, SpecError
     from coherence.spec.load import parse_overrides
 
@@ -45,9 +47,31 @@ def run(args: argparse.Namespace) -> int:
     if "agents" in params:
         raise SpecError("--param agents: the agent counts come from --agents-list", NO_SPAN)
     agents = [int(x) for x in args.agents_list.split(",") if x.strip()]
-    bmc_runs = [bmc_rows(args.spec, n, args.budget, args.skip, args.bmc_depth, params)
-                for n in agents]
-    proofs = [proof_row(s, args.proof_timeout, args.rlimit) for s in args.proofs]
+    cases = len(agents) + len(args.proofs)
+    with reporter(args, "coherence bench prove") as rep:
+        rep.header(args.spec, params, "z3",
+                   {"bmc_budget": args.budget, "bmc_depth": args.bmc_depth,
+                    "proof_timeout": args.proof_timeout, "rlimit": args.rlimit},
+                   agents=agents, proofs=args.proofs)
+        bmc_runs = []
+        for i, n in enumerate(agents):
+            what = f"case {i + 1} of {cases}: BMC agents={n}"
+            rep.update(what, done=i, total=cases, force=True)
+            bmc_runs.append(bmc_rows(
+                args.spec, n, args.budget, args.skip, args.bmc_depth, params,
+                progress=lambda step, what=what, i=i: rep.update(f"{what}, {step}", done=i,
+                                                                 total=cases)))
+        proofs = []
+        for k, spec in enumerate(args.proofs):
+            i = len(agents) + k
+            what = f"case {i + 1} of {cases}: proof --agents any {spec}"
+            rep.update(what, done=i, total=cases, force=True)
+            proofs.append(proof_row(
+                spec, args.proof_timeout, args.rlimit,
+                progress=lambda d, t, step, what=what, i=i: rep.update(
+                    f"{what}, {step} ({d} of {t})", done=i, total=cases)))
+        rep.update(f"{cases} cases measured", done=cases, total=cases)
+        rep.finish("measured", 0, cases=cases)
     doc = {"tool": "coherence bench prove", "spec": args.spec, "bmc": bmc_runs,
            "proofs": proofs}
     if args.json:

@@ -4,11 +4,10 @@
 from __future__ import annotations
 
 import argparse
-from contextlib import AbstractContextManager
 
 from coherence.console import err_console, out_console, params_text
 from coherence.ir import Model
-from coherence.progress import Reporter, reporting
+from coherence.progress import add_progress_args, reporter
 from coherence.spec.load import load_spec, parse_overrides
 
 __all__ = ["add_diagram_arg", "add_progress_args", "draw_failures", "err_console",
@@ -19,25 +18,6 @@ def load_model(args: argparse.Namespace) -> Model:
     return load_spec(args.spec, parse_overrides(args.param, args.agents))
 
 
-def add_progress_args(p: argparse.ArgumentParser) -> None:
-    """``--progress MODE`` and ``--progress-every SECONDS`` (coherence/progress.py)."""
-    from coherence.commands.options import nonnegative_seconds
-    from coherence.progress import MODES
-    p.add_argument("--progress", choices=MODES, default="auto",
-                   help="progress on stderr, header first: auto (a live line on a terminal, "
-                        "else nothing; the default), always (live on a terminal, else plain "
-                        "lines), plain (a line every --progress-every seconds), jsonl (one "
-                        "JSON object per line for tools; schema coherence/schemas/"
-                        "progress.json; stdout keeps --json's document), never")
-    p.add_argument("--progress-every", type=nonnegative_seconds, metavar="SECONDS",
-                   help="seconds between progress lines (default: 10 plain, 1 jsonl, "
-                        "0.25 live; 0: at every report)")
-
-
-def reporter(args: argparse.Namespace, tool: str) -> AbstractContextManager[Reporter]:
-    """The run's progress reporter, as ``--progress`` and ``--progress-every`` ask."""
-    return reporting(tool, getattr(args, "progress", "never"),
-                     getattr(args, "progress_every", None))
 
 
 def add_diagram_arg(p: argparse.ArgumentParser) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from coherence.cli import EXIT_BAD_INPUT, EXIT_FAILS, EXIT_HOLDS, emit_json
+from coherence.progress import add_progress_args
 
 HELP = "run litmus tests on GPUs (CuPy), report them against models, benchmark the memory"
 
@@ -45,6 +46,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
     r.add_argument("--keep-build", type=output_dir, metavar="DIR",
                    help="keep each variant's CUDA source, cubin and SASS under DIR")
     r.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    add_progress_args(r)
     r.set_defaults(run=run_hw)
     rep = sub.add_parser("report", help="render saved results: table (Markdown) and PNG",
                          description="render saved results: table (Markdown) and PNG")
@@ -69,6 +71,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
     b.add_argument("--out", type=output_file, metavar="FILE",
                    help="results JSON (default: results/bench-DATE.json)")
     b.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    add_progress_args(b)
     b.set_defaults(run=bench)
 
 
@@ -94,7 +97,7 @@ def _write(path: str | None, default: str, doc: dict[str, Any]) -> str:
 
 
 def run_hw(args: argparse.Namespace) -> int:
-    from coherence.commands.common import err_console
+    from coherence.commands.common import err_console, reporter
     from coherence.litmus.catalogue import load_catalogue
     from coherence.litmus.variants import apply_variant, variant_names
 
@@ -114,24 +117,42 @@ def run_hw(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     jobs = [apply_variant(t, v) for t in tests for v in (args.variant or variant_names(t))]
     build_root = Path(args.keep_build or tempfile.mkdtemp(prefix="coherence-hw-"))
-    with ThreadPoolExecutor(max_workers=8) as pool:  # nvcc runs are independent processes
-        builds = list(pool.map(
-            lambda iv: compile_variant(iv[1], options.arch,
-                                       build_root / f"{iv[0]:03d}-{iv[1].name}-{iv[1].variant}"),
-            enumerate(jobs)))
-    prov = provenance(options)
-    default = time.strftime("results/hw-%Y%m%d-%H%M%S.json")
-    for vt, built in zip(jobs, builds, strict=True):
-        res = run_variant(vt, options, built=built)
-        results.append(res.to_json())
-        # written after every variant: a run cut short still leaves its results
-        _write(args.out, default, {"schema": 1, "tool": "coherence hw run", "provenance": prov,
-                                   "complete": False, "results": results})
-        if not args.json:
-            err.print(f"{vt.name} {vt.variant}: {res.instances:,} instances, "
-                      f"{len(res.distinct_sm)} outcomes, {res.timeouts} timeouts, SASS "
-                      f"{'ok' if res.sass.get('ok') else res.sass.get('why', 'MISMATCH')}, "
-                      f"{res.seconds:.1f} s", markup=False)
+    with reporter(args, "coherence hw run") as rep:
+        rep.header(None, {}, f"cuda ({options.arch})",
+                   {"launches": args.launches, "stress_iters": args.stress_iters},
+                   variants=len(jobs), seed=args.seed)
+        rep.update(f"compiling {len(jobs)} variants (nvcc)", done=0, total=len(jobs),
+                   force=True)
+        with ThreadPoolExecutor(max_workers=8) as pool:  # nvcc runs are independent processes
+            builds = list(pool.map(
+                lambda iv: compile_variant(
+                    iv[1], options.arch, build_root / f"{iv[0]:03d}-{iv[1].name}-{iv[1].variant}"),
+                enumerate(jobs)))
+        prov = provenance(options)
+        default = time.strftime("results/hw-%Y%m%d-%H%M%S.json")
+        for n, (vt, built) in enumerate(zip(jobs, builds, strict=True)):
+            what = f"variant {n + 1} of {len(jobs)}: {vt.name} {vt.variant}"
+            rep.update(what, done=n, total=len(jobs), force=True)
+
+            def launched(k: int, launches: int, what: str = what, n: int = n) -> None:
+                rep.update(f"{what}, launch {k} of {launches}", done=n, total=len(jobs),
+                           launch=k)
+            res = run_variant(vt, options, progress=launched, built=built)
+            results.append(res.to_json())
+            # written after every variant: a run cut short still leaves its results
+            _write(args.out, default, {"schema": 1, "tool": "coherence hw run",
+                                       "provenance": prov, "complete": False,
+                                       "results": results})
+            line = (f"{vt.name} {vt.variant}: {res.instances:,} instances, "
+                    f"{len(res.distinct_sm)} outcomes, {res.timeouts} timeouts, SASS "
+                    f"{'ok' if res.sass.get('ok') else res.sass.get('why', 'MISMATCH')}, "
+                    f"{res.seconds:.1f} s")
+            if rep.enabled:  # above the live line, or a note record
+                rep.note(line)
+            elif not args.json:
+                err.print(line, markup=False)
+        rep.update(f"{len(jobs)} variants run", done=len(jobs), total=len(jobs))
+        rep.finish("ran", EXIT_HOLDS, variants=len(jobs))
     doc = {"schema": 1, "tool": "coherence hw run", "provenance": prov, "complete": True,
            "seconds": round(time.perf_counter() - started, 2), "results": results}
     path = _write(args.out, default, doc)
@@ -174,11 +195,17 @@ def report(args: argparse.Namespace) -> int:
 
 def bench(args: argparse.Namespace) -> int:
     _need_cupy()
+    from coherence.commands.common import reporter
     from coherence.hw.bench import bench as run_bench
     from coherence.hw.harness import HwOptions, provenance
 
-    doc = {"schema": 1, "tool": "coherence hw bench", "provenance": provenance(HwOptions()),
-           **run_bench(args.repeats, args.quick)}
+    with reporter(args, "coherence hw bench") as rep:
+        rep.header(None, {}, "cupy", {"repeats": args.repeats}, quick=args.quick)
+        doc = {"schema": 1, "tool": "coherence hw bench", "provenance": provenance(HwOptions()),
+               **run_bench(args.repeats, args.quick, progress=lambda done, total, what:
+                           rep.update(f"measurement {done + 1} of {total}: {what}", done=done,
+                                      total=total, force=True))}
+        rep.finish("measured", EXIT_HOLDS, figures=len(doc["figures"]))
     path = _write(args.out, time.strftime("results/bench-%Y%m%d-%H%M%S.json"), doc)
     if args.json:
         emit_json({"results_file": path, **doc})

@@ -13,7 +13,8 @@ HELP = "run litmus programs on a protocol model: allowed outcomes vs sequential 
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
-    from coherence.commands.options import positive_int
+    from coherence.commands.common import add_progress_args
+    from coherence.commands.options import nonnegative_int
     p.add_argument("spec", help="the protocol spec (.coh)")
     p.add_argument("tests", nargs="+", metavar="TEST",
                    help="litmus file or catalogue name (MP, SB, ...); 'all' for the catalogue")
@@ -23,8 +24,10 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--param", "-p", action="append", default=[], metavar="NAME=VALUE",
                    help="override a spec parameter (agents, lines, values are set per test)")
     add_core_arg(p)
-    p.add_argument("--max-states", type=positive_int, metavar="N",
-                   help="stop a test's exploration after N states (result: incomplete)")
+    p.add_argument("--max-states", type=nonnegative_int, metavar="N",
+                   help="stop a program's exploration after N states (result: incomplete; "
+                        f"default {DEFAULT_MAX_STATES:,}, 5x what any bundled GPU model "
+                        "needs for a catalogue program; 0: no bound)")
     p.add_argument("--outcomes", action="store_true",
                    help="list every allowed outcome, not only the condition's verdict")
     p.add_argument("--witness", action="store_true",
@@ -32,6 +35,21 @@ def add_args(p: argparse.ArgumentParser) -> None:
                         "in it, as numbered steps (as `coherence check` prints a "
                         "counterexample); in --json, each row's 'witnesses'")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    add_progress_args(p)
+
+
+# A program on a large model (German's MP: millions of states, at about 1,500 states/s) would
+# otherwise run for hours; the catalogue on specs/broadcast_invalidate.coh needs at most 19,881.
+DEFAULT_MAX_STATES = 100_000
+
+
+def bound_note(args: argparse.Namespace, stopped: bool) -> str | None:
+    """What to say when the default bound stopped a program."""
+    if args.max_states is not None or not stopped:
+        return None
+    return (f"stopped at the default bound of {DEFAULT_MAX_STATES:,} states per program "
+            "(result: incomplete); raise it with --max-states N, or lift it with "
+            "--max-states 0")
 
 
 def add_core_arg(p: argparse.ArgumentParser) -> None:
@@ -59,10 +77,9 @@ def litmus_params(items: list[str]) -> dict[str, int]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from coherence.commands.common import reporter
     from coherence.litmus.catalogue import load_catalogue
     from coherence.litmus.model import model_overrides, program_key, run_on_model
-    from coherence.litmus.program import holds, outcome_dict, outcome_text
-    from coherence.litmus.sc import sc_outcomes
     from coherence.litmus.variants import apply_variant, variant_names
     from coherence.spec.load import load_spec
 
@@ -72,52 +89,78 @@ def run(args: argparse.Namespace) -> int:
     cache: dict[tuple, Any] = {}
     worst = EXIT_HOLDS
     started = time.perf_counter()
-    for test in tests:
-        model = load_spec(args.spec, {**extra, **model_overrides(test)})
-        variants = args.variant or variant_names(test)
-        sc = sc_outcomes(test)
-        for v in variants:
+    max_states = (DEFAULT_MAX_STATES if args.max_states is None else args.max_states) or None
+    jobs = [(test, v) for test in tests for v in (args.variant or variant_names(test))]
+    with reporter(args, "coherence litmus") as rep:
+        rep.header(args.spec, extra, f"litmus explorer ({args.core} core)",
+                   {"max_states_per_program": max_states}, programs=len(jobs))
+        for n, (test, v) in enumerate(jobs):
+            model = load_spec(args.spec, {**extra, **model_overrides(test)})
             vt = apply_variant(test, v)
             key = program_key(model, vt)
+            what = f"{test.name} {v} ({n + 1} of {len(jobs)})"
+            rep.update(f"{what}: starting", done=n, total=len(jobs), force=True,
+                       test=test.name, variant=v, states=0)
+
+            def explored(states: int, frontier: int, what: str = what, n: int = n) -> None:
+                rep.update(f"{what}: {states:,} states, frontier {frontier:,}", done=n,
+                           total=len(jobs), test=jobs[n][0].name, variant=jobs[n][1],
+                           states=states, frontier=frontier)
             if key not in cache:
-                cache[key] = run_on_model(model, vt, args.max_states, args.core,
-                                          witnesses=args.witness)
+                cache[key] = run_on_model(model, vt, max_states, args.core,
+                                          witnesses=args.witness, progress=explored)
             res = cache[key]
-            allowed = sorted(res.outcomes)
-            cond_model = any(holds(test.condition, outcome_dict(test, o)) for o in allowed)
-            cond_sc = any(holds(test.condition, outcome_dict(test, o)) for o in sc)
             if res.errors or res.stuck:
                 worst = max(worst, EXIT_FAILS) if worst != EXIT_INCOMPLETE else worst
             if res.stopped and worst == EXIT_HOLDS:
                 worst = EXIT_INCOMPLETE
-            rows.append({
-                "test": test.name, "variant": v, "condition": test.condition.text(),
-                "allowed_by_model": None if res.stopped else cond_model,
-                "allowed_by_sc": cond_sc,
-                "model_outcomes": [outcome_text(test, o) for o in allowed],
-                "sc_outcomes": [outcome_text(test, o) for o in sorted(sc)],
-                "beyond_sc": [outcome_text(test, o) for o in allowed if o not in sc],
-                "events": res.events_used, "states": res.states,
-                "errors": res.errors, "stuck": res.stuck, "stopped": res.stopped,
-            })
-            if args.witness:
-                rows[-1]["lines"] = {loc: i for i, loc in enumerate(test.locations)}
-                rows[-1]["threads"] = [f"{model.caches[0].name}[{t}]"
-                                       for t in range(len(test.threads))]
-                rows[-1]["witnesses"] = [
-                    {"outcome": outcome_text(test, o),
-                     "condition": holds(test.condition, outcome_dict(test, o)),
-                     "beyond_sc": o not in sc,
-                     "steps": [step.to_json() for step in res.witnesses[o]],
-                     "text": [step.render() for step in res.witnesses[o]]}
-                    for o in allowed]
+            rows.append(_row(args, model, test, v, res))
+        rep.update(f"{len(jobs)} program{'s' if len(jobs) != 1 else ''} run", done=len(jobs),
+                   total=len(jobs))
+        notes = [note] if (note := bound_note(args, any(r["stopped"] for r in rows))) else []
+        rep.finish("incomplete" if worst == EXIT_INCOMPLETE else
+                   "fails" if worst == EXIT_FAILS else "ok", worst, programs=len(rows))
     if args.json:
         emit_json({"schema": 1, "tool": "coherence litmus", "spec": args.spec, "core": args.core,
-                   "results": rows, "exit_code": worst,
-                   "seconds": round(time.perf_counter() - started, 3)})
+                   "max_states": max_states, "notes": notes, "results": rows,
+                   "exit_code": worst, "seconds": round(time.perf_counter() - started, 3)})
         return worst
     _print(args, rows)
+    for note in notes:
+        print(f"note: {note}")
     return worst
+
+
+def _row(args: argparse.Namespace, model: Any, test: Any, v: str, res: Any) -> dict[str, Any]:
+    """One program's line of the report (and of --json's ``results``)."""
+    from coherence.litmus.program import holds, outcome_dict, outcome_text
+    from coherence.litmus.sc import sc_outcomes
+
+    sc = sc_outcomes(test)
+    allowed = sorted(res.outcomes)
+    cond_model = any(holds(test.condition, outcome_dict(test, o)) for o in allowed)
+    cond_sc = any(holds(test.condition, outcome_dict(test, o)) for o in sc)
+    row = {
+        "test": test.name, "variant": v, "condition": test.condition.text(),
+        "allowed_by_model": None if res.stopped else cond_model,
+        "allowed_by_sc": cond_sc,
+        "model_outcomes": [outcome_text(test, o) for o in allowed],
+        "sc_outcomes": [outcome_text(test, o) for o in sorted(sc)],
+        "beyond_sc": [outcome_text(test, o) for o in allowed if o not in sc],
+        "events": res.events_used, "states": res.states,
+        "errors": res.errors, "stuck": res.stuck, "stopped": res.stopped,
+    }
+    if args.witness:
+        row["lines"] = {loc: i for i, loc in enumerate(test.locations)}
+        row["threads"] = [f"{model.caches[0].name}[{t}]" for t in range(len(test.threads))]
+        row["witnesses"] = [
+            {"outcome": outcome_text(test, o),
+             "condition": holds(test.condition, outcome_dict(test, o)),
+             "beyond_sc": o not in sc,
+             "steps": [step.to_json() for step in res.witnesses[o]],
+             "text": [step.render() for step in res.witnesses[o]]}
+            for o in allowed]
+    return row
 
 
 def _print(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:

@@ -60,19 +60,6 @@ def positive_seconds(text: str) -> float:
 positive_seconds.__name__ = "seconds"
 
 
-def nonnegative_seconds(text: str) -> float:
-    """An argparse type: a finite number of seconds, 0 or more."""
-    if _FLOAT.fullmatch(text) is None:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds")
-    value = float(text)
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
-    return value
-
-
-nonnegative_seconds.__name__ = "seconds"
-
-
 def agents_or_any(text: str) -> int | str:
     """An argparse type: a number of agents (at least 1), or ``any``."""
     return "any" if text == "any" else positive_int(text)

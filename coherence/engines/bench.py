@@ -411,6 +411,8 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--spin-memory", type=int, default=8192, metavar="MB",
                    help="Spin's MEMLIM (default: %(default)s)")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    from coherence.progress import add_progress_args
+    add_progress_args(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -429,13 +431,24 @@ def run(args: argparse.Namespace) -> int:
         print("coherence bench engines: error: no rows or no tools", file=sys.stderr)
         return 2
     threads = args.threads or all_threads()
+    from coherence.progress import reporter
+    cells = len(rows) * len(tools)
+    with reporter(args, "coherence bench engines") as rep:
+        rep.header(None, {}, ",".join(tools),
+                   {"timeout_per_cell": args.timeout,
+                    "reference_max_states": args.reference_max_states},
+                   rows=[r.name for r in rows], threads=threads)
+        started = [0]
 
-    def say(msg: str) -> None:
-        if not args.json:
-            print(msg, file=sys.stderr, flush=True)
+        def say(msg: str) -> None:  # one call as each cell (row x tool) starts
+            started[0] += 1
+            rep.update(f"cell {started[0]} of {cells}: {msg}", done=started[0] - 1,
+                       total=cells, force=True)
 
-    doc = bench(rows, tools, args.timeout, threads, args.reference_max_states,
-                args.spin_memory, progress=say)
+        doc = bench(rows, tools, args.timeout, threads, args.reference_max_states,
+                    args.spin_memory, progress=say)
+        rep.update(f"{cells} cells measured", done=cells, total=cells)
+        rep.finish("measured", 0, cells=cells)
     if args.json:  # the CLI's JSON format (indented), without importing the CLI from here
         json.dump(doc, sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -3,22 +3,32 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from coherence import ir
+from coherence.results import Progress
 
 
-def measure(model: ir.Model, repeat: int = 1, engine: str = "reference") -> dict[str, Any]:
-    """The best of ``repeat`` runs with symmetry off and with exact symmetry, and the ratios."""
+def measure(model: ir.Model, repeat: int = 1, engine: str = "reference",
+            case: Callable[[str, int, int], None] | None = None,
+            progress: Callable[[Progress], None] | None = None) -> dict[str, Any]:
+    """The best of ``repeat`` runs with symmetry off and with exact symmetry, and the ratios.
+    ``case(what, i, n)`` is told as each of the ``n`` runs starts; ``progress`` is the
+    engine's callback (every 0.5 s: it does not weigh on the figures)."""
     from coherence.engines import check
     from coherence.results import CheckOptions
 
     rows: list[dict[str, Any]] = []
     for symmetry in (False, True):
         best = None
-        for _ in range(repeat):
+        for k in range(repeat):
+            if case is not None:
+                case(f"symmetry {'exact' if symmetry else 'off'}, run {k + 1} of {repeat}",
+                     symmetry * repeat + k, 2 * repeat)
             t = time.perf_counter()
-            result = check(model, CheckOptions(symmetry=symmetry), engine=engine)
+            result = check(model, CheckOptions(symmetry=symmetry, progress=progress),
+                           engine=engine)
             elapsed = time.perf_counter() - t
             if best is None or elapsed < best[0]:
                 best = (elapsed, result)

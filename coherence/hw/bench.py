@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import statistics
+from collections.abc import Callable
 from typing import Any
 
 # The seed (seed/000_a90ad56f49733ada.txt, sections 1, 2.1 and 3.2) claims, for NVLink:
@@ -88,12 +89,22 @@ def _cycle(n_lines: int, stride: int) -> Any:
     return nxt
 
 
-def bench(repeats: int = 5, quick: bool = False) -> dict[str, Any]:
+MEASUREMENTS = 7  # device copy, host link, peer copies, 3 latencies, flag latency
+
+
+def bench(repeats: int = 5, quick: bool = False,
+          progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
+    """The figures; ``progress(done, MEASUREMENTS, what)`` as each measurement starts."""
     import cupy as cp
+
+    def say(done: int, what: str) -> None:
+        if progress is not None:
+            progress(done, MEASUREMENTS, what)
 
     out: dict[str, Any] = {"figures": {}, "notes": []}
     fig = out["figures"]
     scale = 8 if quick else 1
+    say(0, "device-to-device copy")
     # ---- device memory copy
     n = (1 << 30) // scale
     src = cp.ones(n // 4, dtype=cp.uint32)
@@ -103,6 +114,7 @@ def bench(repeats: int = 5, quick: bool = False) -> dict[str, Any]:
                                "how": f"device-to-device copy of {n >> 20} MiB, bytes read + "
                                       "written / time"}
     del src, dst
+    say(1, "host link copies")
     # ---- host link
     h = (256 << 20) // scale
     host = cp.cuda.alloc_pinned_memory(h)
@@ -114,6 +126,7 @@ def bench(repeats: int = 5, quick: bool = False) -> dict[str, Any]:
     fig["device_to_host_GBps"] = {"value": round(h / ms_d2h / 1e6, 1), "unit": "GB/s",
                                   "how": f"device to pinned host, {h >> 20} MiB"}
     del dev
+    say(2, "peer-to-peer copies")
     # ---- peer to peer
     ngpu = cp.cuda.runtime.getDeviceCount()
     if ngpu < 2:
@@ -140,10 +153,11 @@ def bench(repeats: int = 5, quick: bool = False) -> dict[str, Any]:
     # ---- latency by pointer chasing
     mod = cp.RawModule(code=_CHASE)
     res = cp.zeros(64, dtype=cp.uint32)
-    for key, lines, kernel, steps in (
+    for k, (key, lines, kernel, steps) in enumerate((
             ("l1_hit_latency_ns", 64, "chase_ca", 1 << 20),
             ("l2_hit_latency_ns", (8 << 20) // 128, "chase_cg", 1 << 20),
-            ("dram_latency_ns", (2 << 30) // 128 // scale, "chase_cg", 1 << 18)):
+            ("dram_latency_ns", (2 << 30) // 128 // scale, "chase_cg", 1 << 18))):
+        say(3 + k, key.removesuffix("_ns").replace("_", " "))
         steps //= scale
         nxt = _cycle(lines, 32)
         f = mod.get_function(kernel)
@@ -153,6 +167,7 @@ def bench(repeats: int = 5, quick: bool = False) -> dict[str, Any]:
                     "how": f"{steps} dependent loads ({kernel[-2:]}) over {lines} lines of 128 B "
                            f"({lines * 128 >> 10} KiB)"}
         del nxt
+    say(6, "flag latency between SMs")
     # ---- flag one-way latency between SMs
     flags = cp.zeros(64, dtype=cp.uint32)
     smids = cp.zeros(2, dtype=cp.uint32)

@@ -141,7 +141,9 @@ def _check_fit(model: ir.Model, test: Litmus) -> None:
 
 class _Runner:
     def __init__(self, model: ir.Model, test: Litmus, max_states: int | None,
-                 core: str = DEFAULT_CORE, witnesses: bool = False) -> None:
+                 core: str = DEFAULT_CORE, witnesses: bool = False,
+                 progress: Callable[[int, int], None] | None = None) -> None:
+        self.progress = progress
         self.pipelined = core == "pipelined"
         self.want_witnesses = witnesses
         self.model = attrs.evolve(model, invariants=(), properties=())
@@ -207,6 +209,8 @@ class _Runner:
 
         def expand(i: int, key: tuple, add: Callable[[tuple], int]) -> None:
             self.states += 1
+            if self.progress is not None and self.states % PROGRESS_STATES == 0:
+                self.progress(self.states, len(search.nodes) - i)
             if self.max_states is not None and self.states >= self.max_states:
                 self.stopped = f"--max-states {self.max_states} reached"
                 raise _Stop
@@ -336,11 +340,16 @@ class _Runner:
         out.append((act, (state, pcs, tuple(pending_l), tuple(regs_l), tuple(mem_l))))
 
 
+PROGRESS_STATES = 1024  # progress(states, frontier) is called once per this many states
+
+
 def run_on_model(model: ir.Model, test: Litmus, max_states: int | None = None,
-                 core: str = DEFAULT_CORE, witnesses: bool = False) -> ModelResult:
+                 core: str = DEFAULT_CORE, witnesses: bool = False,
+                 progress: Callable[[int, int], None] | None = None) -> ModelResult:
     """Every outcome ``model`` allows for ``test`` (the model must be loaded with
     ``agents`` = threads, ``lines`` = locations, ``values`` > every value used); with
-    ``witnesses``, also the shortest run to each, as trace steps."""
+    ``witnesses``, also the shortest run to each, as trace steps. ``progress(states,
+    frontier)`` is told every PROGRESS_STATES states explored."""
     _check_fit(model, test)
     if model.agents != len(test.threads) or model.lines != len(test.locations):
         raise SpecError(f"{model.file}: loaded with agents={model.agents}, lines={model.lines}; "
@@ -348,7 +357,7 @@ def run_on_model(model: ir.Model, test: Litmus, max_states: int | None = None,
                         f"lines={len(test.locations)}", NO_SPAN)
     if core not in CORES:
         raise SpecError(f"unknown core {core!r} (known: {', '.join(CORES)})", NO_SPAN)
-    return _Runner(model, test, max_states, core, witnesses).run()
+    return _Runner(model, test, max_states, core, witnesses, progress).run()
 
 
 def program_key(model: ir.Model, test: Litmus) -> tuple:

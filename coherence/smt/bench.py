@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,10 @@ DEFAULT_SPECS = [str(SPECS / n) for n in (
 
 
 def bmc_rows(spec: str, agents: int, budget: float, skip: list[str],
-              max_depth: int = 10_000, params: dict[str, int] | None = None) -> dict[str, Any]:
+              max_depth: int = 10_000, params: dict[str, int] | None = None,
+              progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """BMC to ``max_depth`` within ``budget`` s, then the checker's BFS to each depth reached;
+    ``progress(what)`` is told of each depth as it is done."""
     from coherence.engines import check
     from coherence.results import CheckOptions
     from coherence.smt.bmc import bmc
@@ -26,9 +30,13 @@ def bmc_rows(spec: str, agents: int, budget: float, skip: list[str],
     from coherence.spec.select import drop_properties
 
     model = drop_properties(load_spec(spec, {**(params or {}), "agents": agents}), skip)
-    result = bmc(model, max_depth, all_failures=True, timeout=budget)
+    result = bmc(model, max_depth, all_failures=True, timeout=budget,
+                 progress=None if progress is None else
+                 lambda d: progress(f"BMC depth {d.depth} checked ({d.cumulative:.1f} s)"))
     rows = []
     for d in result.depths:
+        if progress is not None:
+            progress(f"checker BFS to depth {d.depth} of {result.depth}")
         t = time.perf_counter()
         check(model, CheckOptions(max_depth=d.depth, deadlock=True))
         baseline = time.perf_counter() - t
@@ -41,7 +49,8 @@ def bmc_rows(spec: str, agents: int, budget: float, skip: list[str],
             "verdict": result.verdict, "failures": result.groups, "depths": rows}
 
 
-def proof_row(spec: str, timeout: float, rlimit: int | None = None) -> dict[str, Any]:
+def proof_row(spec: str, timeout: float, rlimit: int | None = None,
+              progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
     from coherence.errors import SpecError
     from coherence.smt.param import prove_all
     from coherence.spec.load import load_spec
@@ -51,7 +60,7 @@ def proof_row(spec: str, timeout: float, rlimit: int | None = None) -> dict[str,
     model = drop_properties(model, [p.name for p in model.properties])
     t = time.perf_counter()
     try:
-        r = prove_all(model, timeout=timeout, rlimit=rlimit)
+        r = prove_all(model, timeout=timeout, rlimit=rlimit, progress=progress)
         verdict, detail = r.verdict, r.reason or (f"refuted at {r.instance} agents"
                                                   if r.instance else "proved")
     except SpecError as err:
