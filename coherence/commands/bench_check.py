@@ -48,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
                        total=at["n"], states=p.states, depth=p.depth)
 
         doc = measure(model, args.repeat, args.engine, case=case,
-                      progress=states if rep.enabled else None)
+                      progress=states if rep.enabled else None,
+                      progress_every=rep.engine_every)
         rep.finish("measured", 0, runs=2 * args.repeat)
     if args.json:
         emit_json(doc)
