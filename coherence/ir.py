@@ -559,6 +559,7 @@ class Transition:
     # (message arrivals and rules are fair, processor events are not: a processor may stop
     # issuing requests). See ``weakly_fair``.
     fair: bool | None = None
+    strong: bool = False  # ``strong fair``: taken if enabled infinitely often
 
     @property
     def weakly_fair(self) -> bool:

@@ -82,7 +82,7 @@ def run_mutant(mutant: Mutant, agents: int | None = None,
                                                     "agents": agents or mutant.agents}),
                             list(mutant.skip))
     t0 = time.perf_counter()
-    result = check(model, CheckOptions(symmetry=True, stop_at_first=True))
+    result = check(model, CheckOptions(symmetry=True, stop_at_first=True, liveness=True))
     seconds = time.perf_counter() - t0
     failed = tuple(sorted({f.name for f in result.failures} | {f.kind for f in result.failures}))
     return MutantResult(

@@ -115,6 +115,10 @@ def print_check_result(model: Model, result: CheckResult,
     out.print("properties: " + ", ".join(marks))
     for note in result.notes:
         out.print(f"[yellow]note[/]: {note}")
+    unchecked = [p.name for p in model.liveness if p.name not in result.properties]
+    if unchecked:
+        out.print(f"[yellow]note[/]: liveness not checked: {', '.join(unchecked)} (--liveness "
+                  "checks them)")
     for what in result.vacuous:
         out.print(f"[yellow]vacuous[/]: {what}", markup=True)
     if show_coverage:

@@ -76,13 +76,9 @@ def run(engine: Engine, model: ir.Model, options: CheckOptions | None = None) ->
 def with_liveness(model: ir.Model, options: CheckOptions, result: CheckResult) -> CheckResult:
     """The safety result with the spec's liveness properties checked on the state graph (by
     ``coherence.liveness``, whichever engine ran the safety search), when asked."""
-    if not model.liveness:
-        return result
+    if not model.liveness or not options.liveness:
+        return result  # the command line says they were not checked (commands.report)
     names = [p.name for p in model.liveness]
-    if not options.liveness:
-        result.notes.append(f"liveness not checked: {', '.join(names)} (--liveness checks "
-                            "them)")
-        return result
     if result.stopped or (options.stop_at_first and result.failures):
         result.notes.append(f"liveness not checked: {', '.join(names)} (the safety search "
                             "did not finish)")

@@ -9,9 +9,10 @@ leads-to's ``forall`` variables):
   reachability over the predecessor edges; any other reachable state is a violation. Its
   counterexample is the shortest path to such a state, then the path into a bottom strongly
   connected component it cannot leave and a cycle through it (the trap).
-* P ~> Q under weak fairness: the strongly connected components of the not-Q states; those a
-  weakly fair path can stay in forever (``graph.fair_components``); a violation is a reachable
-  P-and-not-Q state from which one of them is reachable without passing Q. Its counterexample
+* P ~> Q under weak (and, where marked, strong) fairness: the sets of not-Q states a fair path
+  can stay in forever (``graph.fair_sets``: strongly connected components, refined for strong
+  fairness); a violation is a reachable P-and-not-Q state from which one of them is reachable
+  without passing Q. Its counterexample
   is a lasso: the stem to that state and on into the component, then a cycle that repeats.
 
 NOTE(liveness-symmetry): the graph is built without symmetry reduction. AG EF of a symmetric
@@ -36,7 +37,7 @@ from coherence.liveness.graph import (
     Graph,
     Reverse,
     backward_reachable,
-    fair_components,
+    fair_sets,
     fair_cycle,
     path_within,
     reverse,
@@ -106,7 +107,10 @@ class _Tasks:
     def __init__(self, model: ir.Model) -> None:
         self.fair = {(m.name, t.index): t.weakly_fair for m in model.machines
                      for t in m.transitions}
+        self.strong_transitions = {(m.name, t.index) for m in model.machines
+                                   for t in m.transitions if t.strong}
         self.ids: dict[tuple, int] = {}
+        self.strong: set[int] = set()  # a task is strong if a strong transition performs it
 
     def of(self, act: Action) -> int:
         if not self.fair[act.machine, act.transition]:
@@ -118,6 +122,8 @@ class _Tasks:
         found = self.ids.get(key)
         if found is None:
             found = self.ids[key] = len(self.ids)
+        if (act.machine, act.transition) in self.strong_transitions:
+            self.strong.add(found)
         return found
 
 
@@ -208,7 +214,7 @@ def _build(sem: Semantics, layout: Layout, insts: list[Instance], tasks: _Tasks,
                 and time.perf_counter() - start > options.time_limit):
             stopped = f"--time-limit {options.time_limit:g} s reached"
             break
-    return _Built(Graph(first, dst, task), packed, parent, errors, stopped)
+    return _Built(Graph(first, dst, task, tasks.strong), packed, parent, errors, stopped)
 
 
 def _stem(parent: array, state: int) -> list[int]:
@@ -280,9 +286,8 @@ def _trap_cycle(g: Graph, comp: array, entry: int) -> list[int]:
 def _check_leads_to(g: Graph, rev: Reverse, built: _Built, inst: Instance,
                     replay: _Replay) -> Failure | None:
     region = bytearray(1 - q for q in inst.goal)
-    comp, ncomp = sccs(g, region)
-    fair = fair_components(g, comp, ncomp)
-    in_fair = bytearray(1 if c >= 0 and fair[c] else 0 for c in comp)
+    comp, _count = fair_sets(g, region)
+    in_fair = bytearray(1 if c >= 0 else 0 for c in comp)
     doomed = backward_reachable(rev, in_fair, region)
     start = None
     for s in range(g.n):
@@ -304,8 +309,9 @@ def _check_leads_to(g: Graph, rev: Reverse, built: _Built, inst: Instance,
                "on this weakly fair path its goal never follows")
     details = []
     if cycle:
-        details.append(f"lasso: steps {k}..{len(steps)} repeat from step {k} forever; every "
-                       "weakly fair transition enabled throughout the cycle is taken in it")
+        details.append(f"lasso: steps {k}..{len(steps)} repeat from step {k} forever; the cycle "
+                       "takes every fair transition enabled all along it (and every strongly "
+                       "fair one enabled anywhere in it)")
     else:
         details.append(f"from step {k - 1} the system may stay in its last state forever: "
                        "no fair transition is enabled there (only unfair ones, or none)")

@@ -33,6 +33,7 @@ class Graph:
     first: array  # 'q': n + 1 offsets into dst and task
     dst: array  # 'i'
     task: array  # 'i': the fairness task of each edge, or UNFAIR
+    strong: set[int] = attrs.Factory(set)  # the tasks that are strongly fair
 
     @property
     def n(self) -> int:
@@ -158,27 +159,64 @@ def sccs(g: Graph, allowed: bytearray | None = None, roots: Iterable[int] | None
     return comp, ncomp
 
 
-def fair_components(g: Graph, comp: array, ncomp: int) -> bytearray:
-    """1 for each component that a weakly fair path can stay in forever (see
-    NOTE(weak-fairness)): the fair tasks enabled in all its states are all taken inside it."""
-    enabled: list[set[int] | None] = [None] * ncomp
-    taken: list[set[int]] = [set() for _ in range(ncomp)]
+def fair_sets(g: Graph, allowed: bytearray | None = None) -> tuple[array, int]:
+    """Maximal sets of ``allowed`` states that a fair path can stay in forever, numbered in
+    ``label`` (-1 elsewhere): strongly connected, every weak task enabled in all their states
+    and every strong task enabled in any of them taken inside (NOTE(strong-fairness)).
+
+    NOTE(strong-fairness): a component that fails only a strong task t (enabled somewhere in
+    it, never taken inside it) can still hold a fair path that avoids the states enabling t,
+    so those states are removed and the rest decomposed again (Emerson and Lei's refinement),
+    with a worklist rather than recursion. A failing weak task discards the component whole.
+    """
+    n = g.n
+    label = array("i", [-1]) * n
+    count = 0
+    work: list[bytearray | None] = [allowed]
+    while work:
+        region = work.pop()
+        comp, ncomp = sccs(g, region)
+        members: list[list[int]] = [[] for _ in range(ncomp)]
+        for s in range(n):
+            if comp[s] >= 0:
+                members[comp[s]].append(s)
+        for c in range(ncomp):
+            weak_ok, bad_strong = _fairness(g, comp, c, members[c])
+            if not weak_ok:
+                continue
+            if not bad_strong:
+                for s in members[c]:
+                    label[s] = count
+                count += 1
+                continue
+            rest = bytearray(n)
+            for s in members[c]:
+                if not (g.fair_tasks(s) & bad_strong):
+                    rest[s] = 1
+            if any(rest):
+                work.append(rest)
+    return label, count
+
+
+def _fairness(g: Graph, comp: array, c: int, members: list[int]) -> tuple[bool, set[int]]:
+    """Whether component ``c`` passes every weak task, and the strong tasks it fails."""
+    always: set[int] | None = None
+    anywhere: set[int] = set()
+    taken: set[int] = set()
     first, dst, task = g.first, g.dst, g.task
-    for s in range(g.n):
-        c = comp[s]
-        if c < 0:
-            continue
+    for s in members:
         mine: set[int] = set()
-        inside = taken[c]
         for e in range(first[s], first[s + 1]):
             t = task[e]
             if t != UNFAIR:
                 mine.add(t)
                 if comp[dst[e]] == c:
-                    inside.add(t)
-        both = enabled[c]
-        enabled[c] = mine if both is None else both & mine
-    return bytearray(1 if (enabled[c] or set()) <= taken[c] else 0 for c in range(ncomp))
+                    taken.add(t)
+        always = mine if always is None else always & mine
+        anywhere |= mine
+    strong = g.strong
+    weak_always = {t for t in (always or set()) if t not in strong}
+    return weak_always <= taken, {t for t in anywhere if t in strong} - taken
 
 
 def path_within(g: Graph, start: int, allowed: bytearray | None,
@@ -237,7 +275,17 @@ def fair_cycle(g: Graph, comp: array, start: int) -> list[int]:
     cycle: list[int] = []
     cur = start
     settled: set[int] = set()
-    for t in sorted(g.fair_tasks(start)):
+    # a strong task enabled anywhere in the set is taken (the set is fair), so take each one
+    strong = sorted({t for s in range(g.n) if inside[s] for t in g.fair_tasks(s)} & g.strong)
+    for t in strong:
+        if t in settled:
+            continue
+        leg = _leg_for_task(g, inside, cur, t, strong=True)
+        for e in leg:
+            settled.add(g.task[e])
+        cycle += leg
+        cur = g.dst[leg[-1]]
+    for t in sorted(g.fair_tasks(start) - g.strong):
         if t in settled:
             continue
         leg = _leg_for_task(g, inside, cur, t)
@@ -251,14 +299,15 @@ def fair_cycle(g: Graph, comp: array, start: int) -> list[int]:
     return cycle + back
 
 
-def _leg_for_task(g: Graph, inside: bytearray, start: int, t: int) -> list[int]:
-    """Edges from ``start`` to a state where task ``t`` is disabled, or through an edge that
-    performs it, whichever is nearer; the component guarantees one of them."""
+def _leg_for_task(g: Graph, inside: bytearray, start: int, t: int,
+                  strong: bool = False) -> list[int]:
+    """Edges from ``start`` through an edge that performs task ``t`` or, for a weak task, to
+    a state where it is disabled, whichever is nearer; the fair set guarantees one."""
     parent_edge = {start: -1}
     queue = deque([start])
     while queue:
         s = queue.popleft()
-        if t not in g.fair_tasks(s):
+        if not strong and t not in g.fair_tasks(s):
             return _edges_back(g, parent_edge, s)
         for e in g.edges(s):
             w = g.dst[e]

@@ -500,12 +500,13 @@ class _Lowerer:
             guard = self.expr(when_clause.children[0], ctx)
             self.expect_bool(guard, when_clause.children[0])
         stmts = () if body is None else self.block(body, ctx)
-        fair = None if fairness is None else str(fairness) == "fair"
-        if fair is not None and stall:
-            raise self.error(f"'{fairness}' has no meaning on a stall: a stalled message is "
-                             "not taken", fairness)
+        mark = None if fairness is None else " ".join(str(fairness).split())
+        fair = None if mark is None else mark != "unfair"
+        if mark is not None and stall:
+            raise self.error(f"'{mark}' has no meaning on a stall: a stalled message is not "
+                             "taken", fairness)
         return ir.Transition(machine.name, kind, str(name), params, states, guard, stmts, stall,
-                             index, self.span(node), fair)
+                             index, self.span(node), fair, mark == "strong fair")
 
     def check_message_handlers(self) -> None:
         """Catch statically what is certainly a 'no rule' error: a message nobody handles."""
