@@ -157,7 +157,7 @@ def _runs(rep: Any, budget: int) -> Callable[[Any, float], None]:
         found = stats.examples_to_failure is not None
         phase = "shrinking" if found else "searching"
         total = None if found else max(budget, stats.examples)  # a few beyond: Hypothesis's
-        rep.update(f"{phase}: run {stats.examples:,} of {budget:,}, "
+        rep.update(f"{phase}: run {stats.examples:,} of {max(budget, stats.examples):,}, "
                    f"{1 if found else 0} failure{'' if found else 's'}",
                    done=None if found else stats.examples, total=total, runs=stats.examples,
                    failures=1 if found else 0, undecided=stats.undecided)

@@ -26,7 +26,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
     add_core_arg(p)
     p.add_argument("--max-states", type=nonnegative_int, metavar="N",
                    help="stop a program's exploration after N states (result: incomplete; "
-                        f"default {DEFAULT_MAX_STATES:,}, 5x what any bundled GPU model "
+                        f"default {DEFAULT_MAX_STATES:,}, 2.5x what any bundled GPU model "
                         "needs for a catalogue program; 0: no bound)")
     p.add_argument("--outcomes", action="store_true",
                    help="list every allowed outcome, not only the condition's verdict")
@@ -40,7 +40,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
 # A program on a large model (German's MP: millions of states, at about 1,500 states/s) would
 # otherwise run for hours; the catalogue on specs/broadcast_invalidate.coh needs at most 19,881.
-DEFAULT_MAX_STATES = 100_000
+DEFAULT_MAX_STATES = 50_000
 
 
 def bound_note(args: argparse.Namespace, stopped: bool) -> str | None:
