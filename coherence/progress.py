@@ -275,22 +275,29 @@ class Reporter:
                 "total": self._total,
                 "eta_seconds": None if eta is None else round(eta, 1), **self._fields}
 
-    def status_text(self) -> str:
-        """The status for people: clock first, then the message, estimate and memory (what
-        matters most comes first, as the live line is cut at the terminal's edge)."""
+    def status_text(self, width: int | None = None) -> str:
+        """The status for people: clock, message, count, estimate, memory. Within ``width``
+        columns the message is what gets cut, so the clock, estimate and memory stay."""
         r = self.status()
-        parts = [f"[{duration(r['elapsed'])}] {self.tool}: {r['message']}"]
+        head = f"[{duration(r['elapsed'])}] {self.tool}: "
+        tail = []
         if r["done"] is not None and r["total"] is not None:
-            parts.append(f"{r['done']:,}/{r['total']:,}")
+            tail.append(f"{r['done']:,}/{r['total']:,}")
         if r["eta_seconds"] is not None:
-            parts.append(f"eta {duration(r['eta_seconds'])}")
-        parts.append(f"rss {mib(r['rss_bytes'])}")
-        return "  ".join(parts)
+            tail.append(f"eta {duration(r['eta_seconds'])}")
+        tail.append(f"rss {mib(r['rss_bytes'])}")
+        end = "  " + "  ".join(tail)
+        message = r["message"]
+        if width is not None:
+            room = width - 1 - len(head) - len(end)
+            if room < 12:  # too narrow to keep both ends: cut the whole line
+                return fit(head + message + end, width)
+            message = fit(message, room + 1)
+        return head + message + end
 
     def _renderable(self) -> Text:
         # no lock: the live thread reads a few fields; a torn read only shows for 1/4 s
-        return Text(fit(self.status_text(), self.console.width), no_wrap=True,
-                    overflow="ellipsis")
+        return Text(self.status_text(self.console.width), no_wrap=True, overflow="ellipsis")
 
     def _header_text(self, record: dict[str, Any]) -> str:
         params = " ".join(f"{k}={v}" for k, v in record["params"].items())

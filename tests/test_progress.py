@@ -149,9 +149,23 @@ def test_live_line_never_exceeds_the_terminal_width() -> None:
         rep.finish("holds", 0)
     shown = ANSI.sub("", out.getvalue())
     pieces = [p for p in re.split(r"[\r\n]", shown) if p.strip()]
-    assert any("coherence check: states" in p for p in pieces)  # the live line was drawn
+    live = [p for p in pieces if "coherence check: states" in p]
+    assert live  # the live line was drawn
     assert pieces[0] == "coherence check x.coh"  # the header came first
     assert all(len(p) <= 39 for p in pieces[1:]), pieces
+
+
+def test_a_cut_line_keeps_its_clock_estimate_and_memory() -> None:
+    rep = Reporter("coherence check", "plain", 0.0, plain_console(), io.StringIO())
+    rep.update("states 123,456,789  frontier 98,765,432  depth 99  rules 1,234,567,890",
+               done=5, total=10)
+    for width in (70, 80, 100):
+        line = rep.status_text(width)
+        assert len(line) <= width - 1
+        assert line.startswith("[0s] coherence check: states 123,456,789")
+        assert re.search(r"…  5/10  eta \d+s  rss [\d,]+ MiB$", line), line
+    assert "rules 1,234,567,890  5/10" in rep.status_text()  # uncut without a width
+    assert len(rep.status_text(20)) == 19  # too narrow for both ends: the line is cut
 
 
 # -- every long verb: header first, progress, summary last (jsonl on stderr, --json on stdout)
@@ -176,7 +190,7 @@ def test_check_json_and_jsonl_together(capsys: pytest.CaptureFixture[str]) -> No
     assert_stream(recs, "coherence check", 0)
     assert recs[0]["params"]["agents"] == 2 and recs[0]["engine"] == "reference"
     assert "memory_limit" in recs[0]["bounds"]
-    states = [r["states"] for r in recs if r["type"] == "progress"]
+    states = [r["states"] for r in recs if r["type"] == "progress" and "states" in r]
     assert len(states) > 10 and states == sorted(states)  # the engine's reports, in order
     assert states[-1] == doc["stats"]["states"] == recs[-1]["states"]
 

@@ -100,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
             progress_every=rep.engine_every, threads=args.threads,
             time_limit=args.time_limit, vacuity=args.vacuity, liveness=args.liveness,
             memory_limit=memory_limit)
+        rep.update(f"preparing the {engine} engine")
         try:
             result = check(model, options, engine=engine)
         except EngineUnavailable as err:
