@@ -1,37 +1,47 @@
-"""Bring a protocol model into your own test suite: Hypothesis random runs with a coherence oracle.
+"""Bring a protocol model into your own test suite: random runs with a coherence oracle.
 
 Two lines in a pytest file give a test (see ``examples/test_my_protocol.py``)::
 
     from coherence.testing import protocol_test
     TestMyProtocol = protocol_test("specs/broadcast_invalidate_acked.coh", agents=8, lines=4)
 
-Random runs take the spec's transitions with Hypothesis choosing the agent, line, parameters
-and which in-flight message arrives; after every step the spec's invariants, unhandled
-messages and the oracle over the performed loads and stores are checked. A failure shows the
-trace in the numbered-step format of ``coherence check``. The oracle is also usable alone on
-any history (``check_coherence``, ``check_sc``).
+The test is ``coherence fuzz`` with the same defaults (``coherence.testing.fuzz``): the same
+seed, budget and steps give the same runs, chosen by the shared swarm strategy
+(``coherence.testing.strategy``), so it finds what the command line finds, in the same time.
+After every step the spec's invariants, unhandled messages and the oracle over the performed
+loads and stores are checked. A failure is a ``ProtocolTestFailure`` (an ``AssertionError``)
+whose text is the replayed numbered-step trace of ``coherence check`` and the ``coherence
+fuzz`` command that reproduces it. The oracle is also usable alone on any history
+(``check_coherence``, ``check_sc``).
 """
 
 from __future__ import annotations
 
 import inspect
+import random
 import unittest
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any, cast
 
-from hypothesis import HealthCheck, settings
+from hypothesis.database import ExampleDatabase
 from hypothesis.stateful import RuleBasedStateMachine
 
 from coherence import ir
-from coherence.testing.fuzz import FuzzResult, fuzz
+from coherence.testing.fuzz import DEFAULT_BUDGET, DEFAULT_STEPS, FuzzResult, fuzz
 from coherence.testing.machine import build_machine
 from coherence.testing.oracle import Op, Verdict, check_coherence, check_sc
+from coherence.testing.report import ProtocolTestFailure, failure_text, fuzz_command
 from coherence.testing.run import ORACLES, Problem, ProtocolFailure
 
 __all__ = [
-    "ORACLES", "FuzzResult", "Op", "Problem", "ProtocolFailure", "Verdict", "check_coherence",
-    "check_sc", "fuzz", "load_model", "protocol_test", "state_machine",
+    "ORACLES", "FuzzResult", "Op", "Problem", "ProtocolFailure", "ProtocolTestFailure",
+    "Verdict", "check_coherence", "check_sc", "fuzz", "load_model", "protocol_test",
+    "state_machine",
 ]
+
+# unittest leaves frames of modules with this global out of its tracebacks
+__unittest = True
 
 
 def load_model(spec: str | Path | ir.Model, *, agents: int | None = None,
@@ -73,20 +83,50 @@ def _beside_caller(spec: str | Path | ir.Model, caller: str) -> str | Path | ir.
     return spec
 
 
-def protocol_test(spec: str | Path | ir.Model, *, max_examples: int = 100, steps: int = 50,
+def protocol_test(spec: str | Path | ir.Model, *, max_examples: int = DEFAULT_BUDGET,
+                  steps: int = DEFAULT_STEPS, seed: int | None = 0,
                   oracle: str = "coherence", agents: int | None = None,
                   lines: int | None = None, values: int | None = None,
-                  params: Mapping[str, int] | None = None,
-                  skip: Iterable[str] = ()) -> type[unittest.TestCase]:
-    """A ``unittest.TestCase`` (collected by pytest) that runs ``max_examples`` random runs of
-    up to ``steps`` steps each. A relative spec path is taken relative to the test file that
-    calls this (so the test runs from any folder), else to the working directory."""
+                  params: Mapping[str, int] | None = None, skip: Iterable[str] = (),
+                  shrink: str = "replay",
+                  database: str | ExampleDatabase | None = None) -> type[unittest.TestCase]:
+    """A ``unittest.TestCase`` (collected by pytest) that runs ``coherence fuzz``'s
+    ``max_examples`` random runs of up to ``steps`` steps from ``seed`` (None: a new seed
+    each time, shown on failure). A relative spec path is taken relative to the test file
+    that calls this (so the test runs from any folder), else to the working directory.
+    ``database``: a Hypothesis example database (or its folder) whose saved failures are
+    replayed first; ``shrink`` as ``coherence fuzz --shrink``."""
     spec = _beside_caller(spec, inspect.stack()[1].filename)
-    machine = state_machine(spec, oracle=oracle, agents=agents, lines=lines, values=values,
-                            params=params, skip=skip)
-    case = machine.TestCase  # a new class at each access: set its settings once
-    case.settings = settings(
-        max_examples=max_examples, stateful_step_count=steps, deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
-                               HealthCheck.data_too_large])
-    return case
+    model = load_model(spec, agents=agents, lines=lines, values=values, params=params,
+                       skip=skip)
+    skipped = list(skip)
+    if isinstance(spec, ir.Model):
+        shown: str | Path = spec.file
+        cli_agents, cli_params = None, [f"{p.name}={p.value}" for p in spec.params]
+    else:
+        shown, cli_agents = spec, agents
+        cli_params = [f"{k}={v}" for k, v in (("lines", lines), ("values", values))
+                      if v is not None] + [f"{k}={v}" for k, v in (params or {}).items()]
+
+    def test_random_runs(self: unittest.TestCase) -> None:
+        __tracebackhide__ = True  # pytest shows the failure's text, not this frame
+        run_seed = random.SystemRandom().randrange(2**32) if seed is None else seed
+        result = fuzz(model, seed=run_seed, budget=max_examples, steps=steps, oracle=oracle,
+                      database=database, shrink=shrink)
+        case.last_result = result
+        if result.failure is None:
+            return
+        reproduce = fuzz_command(
+            shown, seed=run_seed, budget=max_examples, steps=steps, agents=cli_agents,
+            params=cli_params, oracle=oracle, shrink=shrink, skip=skipped,
+            database=database if isinstance(database, str) and result.from_database
+            else None)
+        raise ProtocolTestFailure(failure_text(result, reproduce), result) from None
+
+    test_random_runs.__doc__ = (f"{max_examples} random runs of {model.file} "
+                                f"({', '.join(f'{p.name}={p.value}' for p in model.params)})")
+    name = "".join(c if c.isalnum() else "_" for c in Path(model.file).stem.title())
+    case: Any = type(f"Test{name}", (unittest.TestCase,), {
+        "test_random_runs": test_random_runs, "model": model, "last_result": None,
+        "__module__": inspect.stack()[1].frame.f_globals.get("__name__", __name__)})
+    return cast("type[unittest.TestCase]", case)

@@ -1,30 +1,35 @@
-"""Fuzzing a spec: run its state machine under Hypothesis with a seed and a budget.
+"""Fuzzing a spec: random runs (``coherence.testing.strategy``) under Hypothesis, from a seed.
 
-The first failure is shrunk by Hypothesis, minimised further by replay
-(``coherence.testing.shrink``) and replayed once more through
-``coherence.trace.replay_actions`` into the numbered steps ``coherence check`` prints. A run
-is reproducible from its seed: with no example database Hypothesis draws the same examples for
-the same seed, spec and configuration.
+``coherence fuzz`` and ``protocol_test`` both call ``fuzz``: one Hypothesis test,
+``@given(st.data())``, whose every example is one run whose choices are Hypothesis draws, so
+the same seed, budget, steps and configuration give the same runs on the command line and in
+pytest, and ``coherence fuzz SPEC --seed N ...`` reproduces a pytest failure.
+
+The first failure is minimised by replay (``coherence.testing.shrink``; Hypothesis's own
+shrinker on request) and replayed once more through ``coherence.trace.replay_actions`` into
+the numbered steps ``coherence check`` prints.
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable
+from typing import Any
 
 import attrs
-from hypothesis import HealthCheck, Phase, Verbosity, settings
+from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
-from hypothesis.database import DirectoryBasedExampleDatabase
-from hypothesis.stateful import run_state_machine_as_test
+from hypothesis import strategies as st
+from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
 from coherence import ir
 from coherence.results import Failure
 from coherence.semantics import Semantics
-from coherence.testing.machine import build_machine
 from coherence.testing.oracle import DEFAULT_LIMIT
-from coherence.testing.run import ProtocolFailure, Run
+from coherence.testing.run import ORACLES, ProtocolFailure, Run, prepare
 from coherence.testing.shrink import minimise
+from coherence.testing.strategy import hypothesis_draw, random_run
 from coherence.trace import replay_actions
 
 DEFAULT_BUDGET = 1000
@@ -41,6 +46,7 @@ class FuzzStats:
     examples_to_failure: int | None = None
     seconds_to_failure: float | None = None
     undecided: int = 0
+    steps: int = 0  # steps taken, over every run
 
 
 @attrs.define
@@ -55,7 +61,8 @@ class FuzzResult:
     stats: FuzzStats
     seconds: float
     failure: Failure | None
-    hypothesis_length: int | None  # steps of the trace as Hypothesis shrank it
+    hypothesis_length: int | None  # steps of the failing run before minimisation
+    from_database: bool = False  # the failure was a saved example, replayed first
 
     @property
     def exit_code(self) -> int:
@@ -63,63 +70,90 @@ class FuzzResult:
 
 
 def fuzz(model: ir.Model, seed: int = 0, budget: int = DEFAULT_BUDGET,
-         steps: int = DEFAULT_STEPS, oracle: str = "coherence", database: str | None = None,
-         shrink: str = "replay",
+         steps: int = DEFAULT_STEPS, oracle: str = "coherence",
+         database: str | ExampleDatabase | None = None, shrink: str = "replay",
          progress: Callable[[FuzzStats, float], None] | None = None,
          oracle_limit: int = DEFAULT_LIMIT) -> FuzzResult:
-    """Run up to ``budget`` random runs of ``steps`` steps each; report the first failure."""
+    """Run up to ``budget`` random runs of up to ``steps`` steps each; report the first
+    failure. With a ``database``, the failures saved there are replayed first."""
+    if oracle not in ORACLES:
+        raise ValueError(f"oracle must be one of {', '.join(ORACLES)}, not {oracle!r}")
+    if shrink not in SHRINKERS:
+        raise ValueError(f"shrink must be one of {', '.join(SHRINKERS)}, not {shrink!r}")
     stats = FuzzStats()
     start = time.perf_counter()
-    observer = _Observer(stats, start, progress)
-    machine = build_machine(model, oracle, observer, oracle_limit)
-    factory = hypothesis_seed(seed)(machine)
-    options = settings(
-        max_examples=budget, stateful_step_count=steps, deadline=None,
-        suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
-        database=DirectoryBasedExampleDatabase(database) if database else None,
-        phases=[Phase.explicit, Phase.reuse, Phase.generate,
-                *([Phase.shrink] if shrink in ("hypothesis", "both") else [])],
-        verbosity=Verbosity.quiet, print_blob=False)
+    db = DirectoryBasedExampleDatabase(database) if isinstance(database, str) else database
     failure: Failure | None = None
     hyp_len: int | None = None
-    try:
-        run_state_machine_as_test(factory, settings=options)
-    except ProtocolFailure as exc:
-        failure, hyp_len = _shrunk_failure(model, exc, oracle, shrink in ("replay", "both"))
+    from_db = False
+    phases = ([[Phase.reuse]] if db is not None else []) + [
+        [Phase.generate, *([Phase.shrink] if shrink in ("hypothesis", "both") else [])]]
+    for phase in phases:
+        test = _search(model, seed, steps, oracle, oracle_limit, stats, start, progress)
+        options = settings(
+            max_examples=budget, deadline=None, database=db, phases=phase,
+            suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
+            verbosity=Verbosity.quiet, print_blob=False)
+        try:
+            options(hypothesis_seed(seed)(test))()
+        except ProtocolFailure as exc:
+            failure, hyp_len = _shrunk_failure(exc, shrink in ("replay", "both"))
+            from_db = phase == [Phase.reuse]
+            break
     return FuzzResult(
         spec=model.file, params={p.name: p.value for p in model.params}, seed=seed,
         budget=budget, steps=steps, oracle=oracle,
         verdict="fails" if failure is not None else "passes", stats=stats,
-        seconds=time.perf_counter() - start, failure=failure, hypothesis_length=hyp_len)
+        seconds=time.perf_counter() - start, failure=failure, hypothesis_length=hyp_len,
+        from_database=from_db)
 
 
-def _shrunk_failure(model: ir.Model, exc: ProtocolFailure, oracle: str,
-                    minimise_by_replay: bool) -> tuple[Failure, int]:
+def _search(model: ir.Model, seed: int, steps: int, oracle: str, oracle_limit: int,
+            stats: FuzzStats, start: float,
+            progress: Callable[[FuzzStats, float], None] | None) -> Any:
+    """The Hypothesis test: one example is one random run; a failed check raises
+    ``ProtocolFailure``."""
+    prepared, coherence_name = prepare(model)
+    sem = Semantics(prepared)
+
+    def one_run(data: st.DataObject) -> None:
+        stats.examples += 1
+        if progress is not None:
+            progress(stats, time.perf_counter() - start)
+        run = Run(sem, oracle, coherence_name, oracle_limit)
+        try:
+            problem = random_run(hypothesis_draw(data), run, steps)
+        finally:
+            stats.undecided += run.undecided
+            stats.steps += len(run.actions)
+        if problem is not None:
+            if stats.examples_to_failure is None:
+                stats.examples_to_failure = stats.examples
+                stats.seconds_to_failure = time.perf_counter() - start
+            raise ProtocolFailure(problem, run)
+
+    test = given(st.data())(one_run)
+    # saved examples belong to this spec, configuration and run length (as stateful
+    # machines' do to their class)
+    key = repr((model.file, _spec_text(model.file), sorted(
+        (p.name, p.value) for p in model.params), steps, oracle)).encode()
+    test.hypothesis.inner_test._hypothesis_internal_add_digest = hashlib.sha256(key).digest()
+    return test
+
+
+def _spec_text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def _shrunk_failure(exc: ProtocolFailure, minimise_by_replay: bool) -> tuple[Failure, int]:
     sem: Semantics = exc.sem
     actions, problem = list(exc.actions), exc.problem
     if actions and minimise_by_replay:
-        actions, problem = minimise(sem, actions, problem, oracle, exc.coherence_name)
+        actions, problem = minimise(sem, actions, problem, exc.oracle, exc.coherence_name)
     trace = replay_actions(sem, actions)  # NOTE(replay): every shown trace is a replay
     message = trace[-1].error if trace and trace[-1].error else problem.message
     return Failure(problem.kind, problem.name, message, trace), len(exc.actions)
-
-
-class _Observer:
-    def __init__(self, stats: FuzzStats, start: float,
-                 progress: Callable[[FuzzStats, float], None] | None) -> None:
-        self.stats = stats
-        self.start = start
-        self.progress = progress
-
-    def started(self) -> None:
-        self.stats.examples += 1
-        if self.progress is not None:
-            self.progress(self.stats, time.perf_counter() - self.start)
-
-    def failed(self) -> None:
-        if self.stats.examples_to_failure is None:
-            self.stats.examples_to_failure = self.stats.examples
-            self.stats.seconds_to_failure = time.perf_counter() - self.start
-
-    def ended(self, run: Run) -> None:
-        self.stats.undecided += run.undecided
