@@ -1,5 +1,6 @@
 """``coherence bench fuzz``: fuzzing against the checker on the seed spec and every mutant
-(coherence/testing/bench.py): bugs found, examples needed, shrunk against shortest length."""
+(coherence/testing/bench.py): bugs found, examples needed, shrunk against shortest length;
+and the pytest path (``protocol_test``) against ``coherence fuzz``, as ratios."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from coherence.cli import add_param_args, emit_json
 from coherence.progress import add_progress_args
 from coherence.testing.bench import bench_spec, default_specs
 
-HELP = "fuzzing against the checker: bugs found, examples needed, shrunk/shortest length"
+HELP = ("fuzzing against the checker: bugs found, examples needed, shrunk/shortest length; "
+        "the pytest path against fuzz")
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
@@ -71,9 +73,17 @@ def run(args: argparse.Namespace) -> int:
             else:
                 out.print(f"  seed {x['seed']}: nothing found in {x['examples']} examples, "
                           f"{x['seconds']} s", markup=False)
+            py = x["pytest_path"]
+            found = (f"{py['property']} after {py['examples_to_failure']} examples"
+                     if py["found"] else f"nothing found in {py['examples']} examples")
+            out.print(f"    pytest path: {found}, {py['seconds']} s "
+                      f"(x{x['pytest_seconds_ratio']} of fuzz's time; examples/s "
+                      f"x{x['pytest_examples_per_second_ratio']})", markup=False)
         goal = {None: "n/a (the checker finds no bug)", True: "met", False: "NOT met"}
         out.print(f"  found {r['found']}, median examples {r['median_examples_to_failure']}, "
-                  f"max length ratio {r['max_length_ratio']}, goal {goal[r['goal_met']]}"
+                  f"max length ratio {r['max_length_ratio']}, goal {goal[r['goal_met']]}; "
+                  f"pytest path found {r['pytest_found']}, time x"
+                  f"{r['median_pytest_seconds_ratio']} (median)"
                   f"{'' if r['agree'] else ', DISAGREES with the checker'}", markup=False)
     out.print(f"\nall goals met: {doc['all_goals_met']}; fuzz and checker agree: "
               f"{doc['all_agree']}")
