@@ -28,14 +28,20 @@ def _run(case: type[unittest.TestCase]) -> unittest.TestResult:
     return result
 
 
-def test_rules_are_the_spec_transitions() -> None:
+def test_state_machine_runs_the_shared_strategy() -> None:
+    """``state_machine`` draws a swarm configuration, then steps with the shared strategy."""
     machine = state_machine(ACKED, agents=3)
     assert issubclass(machine, RuleBasedStateMachine)
-    names = {name for name, f in vars(machine).items()
+    rules = {name for name, f in vars(machine).items()
              if hasattr(f, "hypothesis_stateful_rule")}
-    expected = {f"{t.machine}_{t.name}_{t.index}" for t in rule_transitions(load_model(ACKED))}
-    assert names == expected | {"stutter"}
-    assert "Home_GetS_1" not in names  # `on GetS in Collecting stall` is not a rule
+    starts = {name for name, f in vars(machine).items()
+              if hasattr(f, "hypothesis_stateful_initialize_rule")}
+    assert (rules, starts) == ({"step"}, {"begin"})
+    with pytest.raises(ProtocolFailure) as info:
+        run_state_machine_as_test(seed(3)(state_machine(BI)), settings=settings(
+            max_examples=200, database=None, deadline=None, phases=[Phase.generate],
+            suppress_health_check=list(HealthCheck)))
+    assert info.value.problem.name in {"data_value", "stale_copy_is_doomed"}
 
 
 def test_correct_protocol_passes_as_a_unittest_case() -> None:
@@ -43,17 +49,19 @@ def test_correct_protocol_passes_as_a_unittest_case() -> None:
     result = _run(case)
     assert result.wasSuccessful(), result.failures + result.errors
     assert result.testsRun == 1
+    assert case.last_result.verdict == "passes"  # type: ignore[attr-defined]
+    assert case.last_result.stats.examples >= 15  # type: ignore[attr-defined]
 
 
-def test_buggy_protocol_fails_with_a_numbered_trace() -> None:
+def test_buggy_protocol_fails_with_a_numbered_trace_and_the_command() -> None:
     case = protocol_test(BI, max_examples=200)
-    # without Hypothesis's (slow) shrinker the failure text is still minimised by replay
-    case.settings = settings(case.settings, phases=[Phase.generate])
     result = _run(case)
-    assert not result.wasSuccessful()
-    (_, text), = result.failures + result.errors
-    assert "ProtocolFailure" in text
+    assert not result.wasSuccessful() and not result.errors
+    (_, text), = result.failures
+    assert "ProtocolTestFailure" in text
     assert "(invariant)" in text and "  1. GPU[" in text
+    assert "reproduce: coherence fuzz " in text and "--seed 0 --budget 200 --steps 50" in text
+    assert "hypothesis" not in text.lower()
 
 
 def test_failure_text_is_minimised_by_replay() -> None:
@@ -80,10 +88,10 @@ def test_8_agents_4_lines_run() -> None:
             super().teardown()
 
     run_state_machine_as_test(Recording, settings=settings(
-        max_examples=5, stateful_step_count=40, database=None, deadline=None,
+        max_examples=8, stateful_step_count=40, database=None, deadline=None,
         derandomize=True, suppress_health_check=list(HealthCheck)))
     actions = [a for run in runs for a in run]
-    assert len(runs) >= 5 and len(actions) >= 40
+    assert len(runs) >= 8 and len(actions) >= 40
     assert {a.agent for a in actions if a.agent is not None} == set(range(8))
     assert {a.line for a in actions} == set(range(4))
 
@@ -96,6 +104,10 @@ def test_bad_spec_and_bad_options() -> None:
     with pytest.raises(ValueError, match="oracle"):
         machine = state_machine(ACKED, oracle="linearizable")
         machine()
+    with pytest.raises(ValueError, match="oracle"):
+        protocol_test(ACKED, oracle="linearizable")
+    with pytest.raises(ValueError, match="shrink"):
+        protocol_test(ACKED, shrink="lots")
     with pytest.raises(ValueError, match="already instantiated"):
         load_model(load_model(ACKED), agents=2)
 

@@ -28,7 +28,7 @@ from hypothesis.database import ExampleDatabase
 from hypothesis.stateful import RuleBasedStateMachine
 
 from coherence import ir
-from coherence.testing.fuzz import DEFAULT_BUDGET, DEFAULT_STEPS, FuzzResult, fuzz
+from coherence.testing.fuzz import DEFAULT_BUDGET, DEFAULT_STEPS, SHRINKERS, FuzzResult, fuzz
 from coherence.testing.machine import build_machine
 from coherence.testing.oracle import Op, Verdict, check_coherence, check_sc
 from coherence.testing.report import ProtocolTestFailure, failure_text, fuzz_command
@@ -96,6 +96,10 @@ def protocol_test(spec: str | Path | ir.Model, *, max_examples: int = DEFAULT_BU
     that calls this (so the test runs from any folder), else to the working directory.
     ``database``: a Hypothesis example database (or its folder) whose saved failures are
     replayed first; ``shrink`` as ``coherence fuzz --shrink``."""
+    if oracle not in ORACLES:
+        raise ValueError(f"oracle must be one of {', '.join(ORACLES)}, not {oracle!r}")
+    if shrink not in SHRINKERS:
+        raise ValueError(f"shrink must be one of {', '.join(SHRINKERS)}, not {shrink!r}")
     spec = _beside_caller(spec, inspect.stack()[1].filename)
     model = load_model(spec, agents=agents, lines=lines, values=values, params=params,
                        skip=skip)
