@@ -15,7 +15,6 @@ from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
 from coherence.errors import SpecError
 from coherence.testing import ProtocolFailure, load_model, protocol_test, state_machine
-from coherence.testing.run import rule_transitions
 
 ROOT = Path(__file__).resolve().parent.parent
 BI = ROOT / "specs/broadcast_invalidate.coh"

@@ -1,5 +1,8 @@
 """``coherence fuzz SPEC``: Hypothesis random runs with the coherence oracle, from a seed.
 
+The runs are ``protocol_test``'s (``coherence.testing.fuzz``, ``coherence.testing.strategy``):
+a pytest failure's ``reproduce:`` line is a command of this verb.
+
 For configurations too large to enumerate (8 agents, 4 lines): it proves nothing, but a
 failure it prints is a real, replayed trace. Exit 1 on a failure, 0 when none was found
 within the budget, 2 on bad input.
@@ -66,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         from coherence.traces_io import save_traces
         save_traces(args.trace_out, model, failures, source="fuzz")
     drawn = draw_failures(args, model, failures, "fuzz")
-    doc = result_json(result, reproduce_command(args))
+    doc = result_json(result, reproduce_command(args, result.from_database))
     if drawn:
         doc["diagrams"] = drawn
     if args.json:
@@ -76,21 +79,14 @@ def run(args: argparse.Namespace) -> int:
     return result.exit_code
 
 
-def reproduce_command(args: argparse.Namespace) -> str:
-    """The command line that repeats this run (same seed, budget and configuration)."""
-    parts = ["coherence", "fuzz", args.spec, "--seed", str(args.seed), "--budget",
-             str(args.budget), "--steps", str(args.steps)]
-    if args.agents is not None:
-        parts += ["--agents", str(args.agents)]
-    for p in args.param:
-        parts += ["--param", p]
-    if args.oracle != "coherence":
-        parts += ["--oracle", args.oracle]
-    if args.shrink != "replay":
-        parts += ["--shrink", args.shrink]
-    for s in args.skip:
-        parts += ["--skip", s]
-    return " ".join(parts)
+def reproduce_command(args: argparse.Namespace, from_database: bool = False) -> str:
+    """The command line that repeats this run (same seed, budget and configuration; the same
+    database when the failure was a saved example)."""
+    from coherence.testing.report import fuzz_command
+    return fuzz_command(args.spec, seed=args.seed, budget=args.budget, steps=args.steps,
+                        agents=args.agents, params=args.param, oracle=args.oracle,
+                        shrink=args.shrink, skip=args.skip,
+                        database=args.database if from_database else None)
 
 
 def result_json(result: Any, reproduce: str) -> dict[str, Any]:
@@ -132,7 +128,9 @@ def print_result(model: Any, result: Any, reproduce: str, drawn: list[str]) -> N
     if f is not None:
         out.print()
         out.print(f"[bold red]FAIL[/] [bold]{f.name}[/] ({f.kind}): {f.message}", markup=True)
-        out.print(f"found in run {result.stats.examples_to_failure} after "
+        where = ("a saved example from the database" if result.from_database
+                 else f"run {result.stats.examples_to_failure}")
+        out.print(f"found in {where} after "
                   f"{result.stats.seconds_to_failure:.2f} s; shrunk from "
                   f"{result.hypothesis_length} to {f.length} step{'s' if f.length != 1 else ''}")
         for step in f.trace:

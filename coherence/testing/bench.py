@@ -41,8 +41,8 @@ def bench_spec(path: str, overrides: dict[str, int], seeds: int, budget: int, st
     baseline = check(model, CheckOptions(max_states=max_states))
     check_seconds = time.perf_counter() - t
     shortest: dict[str, int] = {}
-    for f in baseline.failures:  # a name may fail several ways (no-transition per message)
-        shortest[f.name] = min(f.length, shortest.get(f.name, f.length))
+    for g in baseline.failures:  # a name may fail several ways (no-transition per message)
+        shortest[g.name] = min(g.length, shortest.get(g.name, g.length))
     runs = []
     for seed in range(seeds):
         r = fuzz(model, seed=seed, budget=budget, steps=steps)

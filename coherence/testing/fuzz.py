@@ -13,6 +13,7 @@ the numbered steps ``coherence check`` prints.
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 import unittest
 from collections.abc import Callable
@@ -72,7 +73,8 @@ class FuzzResult:
 
 def fuzz(model: ir.Model, seed: int = 0, budget: int = DEFAULT_BUDGET,
          steps: int = DEFAULT_STEPS, oracle: str = "coherence",
-         database: str | ExampleDatabase | None = None, shrink: str = "replay",
+         database: str | os.PathLike[str] | ExampleDatabase | None = None,
+         shrink: str = "replay",
          progress: Callable[[FuzzStats, float], None] | None = None,
          oracle_limit: int = DEFAULT_LIMIT) -> FuzzResult:
     """Run up to ``budget`` random runs of up to ``steps`` steps each; report the first
@@ -83,7 +85,8 @@ def fuzz(model: ir.Model, seed: int = 0, budget: int = DEFAULT_BUDGET,
         raise ValueError(f"shrink must be one of {', '.join(SHRINKERS)}, not {shrink!r}")
     stats = FuzzStats()
     start = time.perf_counter()
-    db = DirectoryBasedExampleDatabase(database) if isinstance(database, str) else database
+    db = (DirectoryBasedExampleDatabase(database) if isinstance(database, (str, os.PathLike))
+          else database)
     failure: Failure | None = None
     hyp_len: int | None = None
     from_db = False
@@ -135,7 +138,7 @@ def _search(model: ir.Model, seed: int, steps: int, oracle: str, oracle_limit: i
                 stats.seconds_to_failure = time.perf_counter() - start
             raise ProtocolFailure(problem, run)
 
-    test = given(st.data())(one_run)
+    test: Any = given(st.data())(one_run)
     # saved examples belong to this spec's text (wherever the file is and however its path
     # is written), configuration and run length, as stateful machines' do to their class
     key = repr((_spec_text(model.file), sorted(
