@@ -30,7 +30,8 @@ def default_specs() -> list[str]:
 
 
 def bench_spec(path: str, overrides: dict[str, int], seeds: int, budget: int, steps: int,
-               max_states: int) -> dict[str, Any]:
+               max_states: int, checker: bool = True) -> dict[str, Any]:
+    """One spec's row. Without ``checker`` (quick runs) the checker's columns are None."""
     from coherence.engines import check
     from coherence.results import CheckOptions
     from coherence.spec.load import load_spec
@@ -38,11 +39,12 @@ def bench_spec(path: str, overrides: dict[str, int], seeds: int, budget: int, st
 
     model = load_spec(path, overrides)
     t = time.perf_counter()
-    baseline = check(model, CheckOptions(max_states=max_states))
+    baseline = check(model, CheckOptions(max_states=max_states)) if checker else None
     check_seconds = time.perf_counter() - t
     shortest: dict[str, int] = {}
-    for g in baseline.failures:  # a name may fail several ways (no-transition per message)
+    for g in baseline.failures if baseline is not None else []:  # a name may fail several ways (no-transition per message)
         shortest[g.name] = min(g.length, shortest.get(g.name, g.length))
+    fuzz(model, budget=1, steps=steps)  # warm-up (lazily built tables), not measured
     runs = []
     for seed in range(seeds):
         r = fuzz(model, seed=seed, budget=budget, steps=steps)
@@ -70,8 +72,9 @@ def bench_spec(path: str, overrides: dict[str, int], seeds: int, budget: int, st
     ratios = [r["length_ratio"] for r in found if "length_ratio" in r]
     return {
         "spec": path, "params": {p.name: p.value for p in model.params},
-        "checker": {"verdict": baseline.verdict, "states": baseline.states,
-                    "seconds": _round(check_seconds), "shortest": shortest},
+        "checker": None if baseline is None else {
+            "verdict": baseline.verdict, "states": baseline.states,
+            "seconds": _round(check_seconds), "shortest": shortest},
         "runs": runs,
         "found": f"{len(found)}/{len(runs)}",
         "median_examples_to_failure": (statistics.median(r["examples_to_failure"]
@@ -87,12 +90,13 @@ def bench_spec(path: str, overrides: dict[str, int], seeds: int, budget: int, st
             [r["pytest_examples_per_second_ratio"] for r in runs]),
         # None: the checker found no bug, so there is nothing to find (a fuzz failure there
         # would be a disagreement between the engines: "agree" says so)
-        "goal_met": None if not shortest else (
+        "goal_met": None if not shortest else (  # None too without the checker
             len(found) == len(runs) and len(ratios) == len(found)
             and all(r["examples_to_failure"] <= 1000 for r in found)
             and all(x <= 2 for x in ratios)),
-        "agree": all(r["property"] in shortest for r in found) and (
-            baseline.verdict == "fails" or not found),
+        "agree": None if baseline is None else (
+            all(r["property"] in shortest for r in found)
+            and (baseline.verdict == "fails" or not found)),
     }
 
 
