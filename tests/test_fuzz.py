@@ -192,7 +192,30 @@ def test_bench_fuzz_reports_against_the_checker(capsys: pytest.CaptureFixture[st
         assert run["checker_shortest"] == row["checker"]["shortest"][run["property"]]
         assert run["length_ratio"] == round(run["length"] / run["checker_shortest"], 3)
         assert run["examples_to_failure"] <= run["examples"]
+        # the pytest path makes the same runs (same seed, budget, steps): same failure
+        py = run["pytest_path"]
+        assert py["found"] and py["property"] == run["property"]
+        assert py["examples_to_failure"] == run["examples_to_failure"]
+        assert run["pytest_seconds_ratio"] == pytest.approx(py["seconds"] / run["seconds"],
+                                                            abs=0.01)
+        assert run["pytest_examples_per_second_ratio"] > 0
     assert row["goal_met"] == (row["max_length_ratio"] <= 2)
+    assert row["pytest_found"] == "2/2" and doc["pytest_path_found_all_fuzz_found"] is True
+
+
+def test_bench_fuzz_without_the_checker(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["bench", "fuzz", ACKED, "--seeds", "1", "--budget", "5", "--steps", "10",
+            "--no-checker"]
+    assert main([*argv, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (row,) = doc["specs"]
+    assert row["checker"] is None and row["agree"] is None and doc["all_agree"] is None
+    (run,) = row["runs"]
+    assert not run["found"] and not run["pytest_path"]["found"]
+    assert run["pytest_path"]["examples"] >= 5
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "pytest path: nothing found in" in text and "\n  checker:" not in text
 
 
 @pytest.mark.parametrize("mutant", ["german_store_in_shared", "msi_snoop_putm_data_dropped"])
