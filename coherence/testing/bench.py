@@ -42,7 +42,8 @@ def bench_spec(path: str, overrides: dict[str, int], seeds: int, budget: int, st
     baseline = check(model, CheckOptions(max_states=max_states)) if checker else None
     check_seconds = time.perf_counter() - t
     shortest: dict[str, int] = {}
-    for g in baseline.failures if baseline is not None else []:  # a name may fail several ways (no-transition per message)
+    # a name may fail several ways (no-transition per message): its shortest
+    for g in baseline.failures if baseline is not None else []:
         shortest[g.name] = min(g.length, shortest.get(g.name, g.length))
     fuzz(model, budget=1, steps=steps)  # warm-up (lazily built tables), not measured
     runs = []
