@@ -377,8 +377,19 @@ class MsgVarAttr:
     span: Span = _span()
 
 
+@attrs.frozen
+class Cond:
+    """``if cond then then else orelse``: only the chosen branch is evaluated."""
+
+    cond: Expr
+    then: Expr
+    orelse: Expr
+    type: Type
+    span: Span = _span()
+
+
 Expr = (Lit | Local | SelfId | GVar | MVar | MState | MsgField | MsgSrc | Index | Unary | Binary
-        | SetLit | Call | Quant | InFlight | MsgQuant | MsgVarAttr)
+        | SetLit | Call | Quant | InFlight | MsgQuant | MsgVarAttr | Cond)
 LValue = GVar | MVar | Index
 
 # ---------------------------------------------------------------- statements
@@ -601,6 +612,19 @@ class Invariant:
 
 
 @attrs.frozen
+class Assumption:
+    """``assume NAME: e;``, a state constraint (Murphi's and Rumur's ``assume``, TLC's
+    CONSTRAINT). NOTE(assume): a state where ``e`` is false on some line is discarded when
+    an action reaches it (or it is initial): it is not stored, not counted, not checked and
+    not expanded; the action that reached it still counts as a move, so its source state is
+    not a deadlock. See ``Semantics.assumed``."""
+
+    name: str
+    expr: Expr
+    span: Span = _span()
+
+
+@attrs.frozen
 class Property:
     """A history property checked by a monitor. kind: "coherence" (per-location coherence)."""
 
@@ -648,6 +672,7 @@ class Model:
     machines: tuple[Machine, ...]
     invariants: tuple[Invariant, ...]
     properties: tuple[Property, ...]
+    assumptions: tuple[Assumption, ...] = ()
     # the front end's record of the parsed spec, so that ``coherence.spec.load.rebind`` can
     # bind it to other parameter values in memory; opaque here and not part of the IR's value
     origin: object = attrs.field(default=None, eq=False, repr=False)

@@ -234,6 +234,7 @@ class Semantics:
                 self._guards[(m.name, t.index)] = self.expr(t.guard) if t.guard else None
                 self._bodies[(m.name, t.index)] = self.block(t.body)
         self._invariants = [(inv, self.expr(inv.expr)) for inv in model.invariants]
+        self._assumptions = [self.expr(a.expr) for a in model.assumptions]
         self.handlers = handler_table(model)
 
     # ------------------------------------------------------------ expressions
@@ -291,6 +292,10 @@ class Semantics:
                 return self._msg_quant(e)
             case ir.MsgVarAttr():
                 return self._msg_var_attr(e)
+            case ir.Cond():
+                c, a, b = self.expr(e.cond), self.expr(e.then), self.expr(e.orelse)
+                span = e.span
+                return lambda env: a(env) if _check(c(env), "condition of if", span) else b(env)
             case _:
                 assert_never(e)
 
@@ -690,7 +695,26 @@ class Semantics:
         if self.monitor:
             empty = tuple(-1 for _ in range(m.values))
             monitor = tuple(tuple((0, empty) for _ in range(self.n)) for _ in range(m.lines))
-        return [(lines, nets, monitor)]
+        return [s for s in [(lines, nets, monitor)] if self.assumed(s)]
+
+    def assumed(self, state: State) -> bool:
+        """NOTE(assume): whether ``state`` satisfies every ``assume`` on every line. A state
+        that does not is discarded where it arises: ``initial_states`` leaves it out and
+        ``execute`` returns None for an action that reaches it, so it is never stored,
+        counted, checked or expanded; but that action still counts as a move for
+        ``is_deadlock``. An assumption that reads an undefined value counts as false."""
+        if not self._assumptions:
+            return True
+        lines, nets, _ = state
+        for line in range(self.model.lines):
+            env = _Env(self, line, lines[line], nets)
+            for f in self._assumptions:
+                try:
+                    if not f(env):
+                        return False
+                except ModelError:
+                    return False
+        return True
 
     # ------------------------------------------------------------ actions
 
@@ -844,10 +868,15 @@ class Semantics:
             return False
         if any(o.state is not None or o.error is not None for o in outcomes):
             return False
+        if self._assumptions and any(
+                (o := self.execute(state, a, prune=False)) is not None and o.state is not None
+                for a in self.action_instances(state)):
+            return False  # every move leads to a state the assumptions discard
         return not self.quiescent(state)
 
-    def execute(self, state: State, act: Action) -> Outcome | None:
-        """Run one action. None when it is not enabled (guard false, or a send would block)."""
+    def execute(self, state: State, act: Action, prune: bool = True) -> Outcome | None:
+        """Run one action. None when it is not enabled (guard false, or a send would block),
+        or when (``prune``) its successor violates an assumption (NOTE(assume))."""
         lines, nets, monitor = state
         machine = self.model.machine(act.machine)
         tr = machine.transitions[act.transition]
@@ -879,8 +908,10 @@ class Semantics:
                 new_monitor = self._observe(monitor, env.performs)
             except ModelError as err:
                 return Outcome(act, None, tuple(env.performs), err, tuple(env.bus))
-        return Outcome(act, (new_lines, tuple(env.nets), new_monitor), tuple(env.performs),
-                       None, tuple(env.bus))
+        new_state = (new_lines, tuple(env.nets), new_monitor)
+        if prune and not self.assumed(new_state):
+            return None
+        return Outcome(act, new_state, tuple(env.performs), None, tuple(env.bus))
 
     def _can_take(self, line: tuple, nets: tuple, machine: ir.Machine, tr: ir.Transition,
                   act: Action) -> bool:

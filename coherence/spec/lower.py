@@ -27,6 +27,7 @@ OTHER_PARAM_LIMITS = (0, 1 << 16)
 ORDERINGS = ("bus", "fifo", "unordered")
 PERFORM_KINDS = ("load", "store")
 PROPERTY_KINDS = ("coherence",)
+MAX_CONST = 2**31 - 1  # a constant is a 32-bit signed int, as an integer literal is
 RESERVED = {"self", "home", "msg", "state", "true", "false", "undefined", "bool", "value",
             "agent", "node", "int", "set", "array"}
 
@@ -56,6 +57,16 @@ class _MachineRef:
         self.agent = agent
 
 
+@attrs.define
+class _Procedure:
+    """A declared procedure: its parse tree is lowered again at every call (expansion)."""
+
+    name: str
+    params: tuple[ir.Field, ...]
+    node: Tree
+    called: bool = False
+
+
 def lower(tree: Tree, file: str, source: str, overrides: dict[str, int]) -> ir.Model:
     return _Lowerer(file, source).run(tree, overrides)
 
@@ -73,6 +84,10 @@ class _Lowerer:
         self.globals: dict[str, ir.Var] = {}
         self.machines: dict[str, ir.Machine] = {}
         self.decl_spans: dict[str, Span] = {}
+        self.consts: dict[str, int] = {}
+        self.procedures: dict[str, _Procedure] = {}
+        self.expanding: list[str] = []  # the procedures being expanded, outermost first
+        self.expansions = 0  # how many calls have been expanded (unique local names)
 
     # ------------------------------------------------------------ helpers
 
@@ -120,6 +135,8 @@ class _Lowerer:
         for node in by_kind.get("param_decl", []):
             self.param_decl(node)
         self.apply_overrides(overrides)
+        for node in by_kind.get("const_decl", []):
+            self.const_decl(node)
         for node in by_kind.get("enum_decl", []):
             self.enum_decl(node)
         for node in by_kind.get("network_decl", []):
@@ -130,6 +147,8 @@ class _Lowerer:
             self.event_decl(node)
         for node in by_kind.get("global_var", []):
             self.global_var(node)
+        for node in by_kind.get("procedure_decl", []):
+            self.procedure_decl(node)
         machine_nodes = by_kind.get("machine_decl", [])
         for node in machine_nodes:
             self.machine_header(node)
@@ -138,6 +157,11 @@ class _Lowerer:
         invariants = tuple(self.invariant_decl(n) for n in by_kind.get("invariant_decl", []))
         properties = tuple(self.property_decl(n) for n in by_kind.get("property_decl", []))
         liveness = tuple(self.liveness_decl(n) for n in by_kind.get("liveness_decl", []))
+        assumptions = tuple(self.assume_decl(n) for n in by_kind.get("assume_decl", []))
+        for proc in self.procedures.values():
+            if not proc.called:
+                raise self.error(f"procedure '{proc.name}' is never called (its body is "
+                                 "checked where it is called)", proc.node.children[0])
         self.check_message_handlers()
         if not machine_nodes:
             # NOTE(vacuity): with no machine nothing can happen, and every property would
@@ -159,6 +183,7 @@ class _Lowerer:
             invariants=invariants,
             properties=properties,
             liveness=liveness,
+            assumptions=assumptions,
         )
 
     # ------------------------------------------------------------ params
@@ -210,14 +235,30 @@ class _Lowerer:
                 name = str(node.children[0])
                 if name in self.params:
                     return self.params[name].value
-                raise self.error(f"'{name}' is not a parameter; sizes must be constant", node)
+                if name in self.consts:
+                    return self.consts[name]
+                raise self.error(f"'{name}' is not a parameter or a constant; sizes must be "
+                                 "constant", node)
             if node.data == "arith":
                 a, op, b = node.children
                 return self.const(a) + self.const(b) if op == "+" else (
                     self.const(a) - self.const(b))
             if node.data == "neg":
                 return -self.const(node.children[0])
-        raise self.error("expected a constant (numbers, parameters, + and -)", node)
+        raise self.error("expected a constant (numbers, parameters, constants, + and -)", node)
+
+    def const_decl(self, node: Tree) -> None:
+        """``const NAME = e;``: a name for a number, substituted wherever it is used."""
+        name, value = node.children
+        if str(name) in self.params:
+            raise self.error(f"constant '{name}' clashes with the parameter of that name",
+                             name)
+        self.declare(name, "constant")
+        v = self.const(value)
+        if not -MAX_CONST <= v <= MAX_CONST:
+            raise self.error(f"constant '{name}' = {v} is outside -{MAX_CONST}..{MAX_CONST}",
+                             value)
+        self.consts[str(name)] = v
 
     # ------------------------------------------------------------ types
 
@@ -386,6 +427,9 @@ class _Lowerer:
                                          f"declared at {first.span})", n)
                     if str(n) in RESERVED:
                         raise self.error(f"'{n}' is a reserved word and cannot name a state", n)
+                    if str(n) in self.consts:
+                        raise self.error(f"state '{n}' clashes with the constant of that name",
+                                         n)
                     states.append(ir.StateDecl(str(n), stable, self.span(n)))
             elif member.data == "init_decl":
                 if init is not None:
@@ -420,6 +464,8 @@ class _Lowerer:
                                      f"declared at {v.span})", vname)
             if str(vname) in self.globals:
                 raise self.error(f"variable '{vname}' hides the global of that name", vname)
+            if str(vname) in self.consts:
+                raise self.error(f"variable '{vname}' hides the constant of that name", vname)
             t = self.type_(type_node)
             variables.append(ir.Var(str(vname), t, self.init_expr(init, t), ghost is not None,
                                     self.span(vname)))
@@ -428,14 +474,19 @@ class _Lowerer:
         transitions: list[ir.Transition] = []
         seen: dict[tuple[str, str], Span] = {}
         for member in members:
-            if member.data in ("transition", "rule_decl"):
-                tr = self.transition(machine, member, len(transitions))
+            if member.data not in ("transition", "rule_decl"):
+                continue
+            # ``on A, B in S { ... }`` is one transition per name, each lowered on its own
+            names = self.on_names(member) if member.data == "transition" else [None]
+            for on_name in names:
+                tr = self.transition(machine, member, len(transitions), on_name)
                 if tr.guard is None:
                     for s in tr.states:
                         key = (tr.name, s)
                         if key in seen and tr.kind is not ir.TransitionKind.RULE:
                             raise self.error(f"duplicate transition for {tr.name} in state {s} "
-                                             f"(first at {seen[key]})", member)
+                                             f"(first at {seen[key]})",
+                                         on_name if len(names) > 1 else member)
                         seen[key] = tr.span
                 transitions.append(tr)
         self.machines[str(name)] = attrs.evolve(machine, transitions=tuple(transitions))
@@ -452,7 +503,15 @@ class _Lowerer:
             out.append(str(tok))
         return tuple(out)
 
-    def transition(self, machine: ir.Machine, node: Tree, index: int) -> ir.Transition:
+    def on_names(self, node: Tree) -> list[Token]:
+        names: list[Token] = list(node.children[1].children)  # after [fair|unfair]
+        for i, n in enumerate(names):
+            if any(str(m) == str(n) for m in names[:i]):
+                raise self.error(f"'{n}' is listed twice", n)
+        return names
+
+    def transition(self, machine: ir.Machine, node: Tree, index: int,
+                   on_name: Token | None = None) -> ir.Transition:
         ctx = _Ctx(machine=machine)
         fairness, *children = node.children
         if node.data == "rule_decl":
@@ -465,7 +524,9 @@ class _Lowerer:
                 ctx.locals[-1][p.name] = p.type
             kind, stall = "rule", False
         else:
-            name, ev_params, in_clause, when_clause, tail = children
+            _, ev_params, in_clause, when_clause, tail = children
+            assert on_name is not None
+            name = on_name
             stall = isinstance(tail, Tree) and tail.data == "stall"
             body = None if stall else tail
             if str(name) in self.events:
@@ -505,6 +566,7 @@ class _Lowerer:
         if mark is not None and stall:
             raise self.error(f"'{mark}' has no meaning on a stall: a stalled message is not "
                              "taken", fairness)
+        _check_gotos(stmts, None, self)
         return ir.Transition(machine.name, kind, str(name), params, states, guard, stmts, stall,
                              index, self.span(node), fair, mark == "strong fair")
 
@@ -547,6 +609,18 @@ class _Lowerer:
         e = self.expr(expr_node, ctx)
         self.expect_bool(e, expr_node)
         return ir.Invariant(str(name), e, aux is not None, self.span(name))
+
+    def assume_decl(self, node: Tree) -> ir.Assumption:
+        name_node, expr_node = node.children
+        if name_node is not None:
+            tok = name_node.children[0]
+            self.declare(tok, "assumption")
+            name = str(tok)
+        else:
+            name = f"assume_line{self.span(node).line}"
+        e = self.expr(expr_node, _Ctx(in_invariant=True))
+        self.expect_bool(e, expr_node)
+        return ir.Assumption(name, e, self.span(node))
 
     def property_decl(self, node: Tree) -> ir.Property:
         name, kind = node.children
@@ -592,8 +666,87 @@ class _Lowerer:
     # ------------------------------------------------------------ statements
 
     def block(self, node: Tree, ctx: _Ctx) -> tuple[ir.Stmt, ...]:
+        out: list[ir.Stmt] = []
         with self.scope(ctx):
-            return tuple(self.stmt(s, ctx) for s in node.children)
+            for s in node.children:
+                if s.data == "call_stmt" and self.procedure_of(s.children[0]) is not None:
+                    out += self.expand_call(s.children[0], ctx)
+                else:
+                    out.append(self.stmt(s, ctx))
+        return tuple(out)
+
+    # ------------------------------------------------------------ procedures
+
+    def procedure_decl(self, node: Tree) -> None:
+        name, *rest = node.children
+        self.declare(name, "procedure")
+        params: list[ir.Field] = []
+        for f in rest[:-1]:
+            if f is None:
+                continue
+            pname, ptype = f.children
+            if str(pname) in RESERVED:
+                raise self.error(f"'{pname}' is a reserved word", pname)
+            if any(p.name == str(pname) for p in params):
+                raise self.error(f"duplicate parameter '{pname}' in procedure {name}", pname)
+            t = self.type_(ptype)
+            if isinstance(t, ir.ArrayT):
+                raise self.error(f"procedure parameter '{pname}' cannot be an array (pass an "
+                                 "element, or read the array in the body)", ptype)
+            params.append(ir.Field(str(pname), t, self.span(pname)))
+        self.procedures[str(name)] = _Procedure(str(name), tuple(params), node)
+
+    def procedure_of(self, node: Tree) -> _Procedure | None:
+        if node.data != "call" or node.children[0].data != "name":
+            return None
+        return self.procedures.get(str(node.children[0].children[0]))
+
+    def expand_call(self, node: Tree, ctx: _Ctx) -> list[ir.Stmt]:
+        """``P(args);``: the procedure's body, lowered here (in this machine and transition)
+        with each parameter a ``let`` of its argument, evaluated first (call by value). Every
+        name the body binds gets a suffix unique to this call, so that it can neither capture
+        nor clash with the caller's names in any back end."""
+        proc = self.procedure_of(node)
+        assert proc is not None
+        proc.called = True
+        sp = self.span(node)
+        if proc.name in self.expanding:
+            chain = " -> ".join([*self.expanding[self.expanding.index(proc.name):], proc.name])
+            raise self.error(f"procedure '{proc.name}' calls itself ({chain}): recursion is not "
+                             "supported, since procedures are expanded where they are called",
+                             node)
+        args = [a for a in node.children[1].children if a is not None]
+        if len(args) != len(proc.params):
+            raise self.error(f"procedure {proc.name} takes {len(proc.params)} argument(s), got "
+                             f"{len(args)}", node)
+        values = []
+        bound: dict[str, ir.Type] = {}
+        for p, a in zip(proc.params, args, strict=True):
+            e = self.expr(a, ctx, expected=p.type)
+            self.check_assignable(p.type, e, a, what=f"parameter '{p.name}' of {proc.name}")
+            if (isinstance(p.type, ir.IntT) and isinstance(e.type, ir.IntT)
+                    and not p.type.lo <= e.type.lo <= e.type.hi <= p.type.hi):
+                raise self.error(f"argument for parameter '{p.name}' of {proc.name} may be "
+                                 f"outside {p.type} (it is {e.type})", a)
+            values.append(e)
+            # a node passed for an agent stays a node: its uses check that it is an agent
+            bound[p.name] = e.type if isinstance(e.type, ir.NodeT) else p.type
+        self.expansions += 1
+        suffix = f"__{proc.name}{self.expansions}"
+        inner = _Ctx(machine=ctx.machine, message=ctx.message, locals=[bound])
+        self.expanding.append(proc.name)
+        try:
+            body = self.block(proc.node.children[-1], inner)
+        except SpecError as err:
+            if "(in procedure " in err.message:
+                raise
+            raise SpecError(f"{err.message} (in procedure {proc.name}, called at {sp})",
+                            err.span, self.source) from None
+        finally:
+            self.expanding.pop()
+        lets: list[ir.Stmt] = [ir.Let(p.name, v, sp)
+                               for p, v in zip(proc.params, values, strict=True)]
+        return [_rename(s, suffix) for s in [*lets, *body]]
 
     @contextmanager
     def scope(self, ctx: _Ctx) -> Iterator[None]:
@@ -606,6 +759,8 @@ class _Lowerer:
     def bind(self, ctx: _Ctx, name: Token, t: ir.Type) -> None:
         if str(name) in RESERVED:
             raise self.error(f"'{name}' is a reserved word", name)
+        if str(name) in self.consts:
+            raise self.error(f"'{name}' is a constant and cannot be bound here", name)
         for frame in ctx.locals:
             if str(name) in frame:
                 raise self.error(f"'{name}' is already bound here", name)
@@ -890,33 +1045,12 @@ class _Lowerer:
             elif not (isinstance(a.type, ir.IntT) and isinstance(b.type, ir.IntT)):
                 raise self.error(f"'{op}' compares ints, got {a.type} and {b.type}", node)
             return ir.Binary(str(op), a, b, ir.BoolT(), sp)
+        if kind == "not_member":
+            return ir.Unary("!", self.member(node, ctx, sp), ir.BoolT(), sp)
+        if kind == "cond_expr":
+            return self.cond_expr(node, ctx, expected, sp)
         if kind == "member":
-            a_node, b_node = node.children
-            if b_node.data == "set_lit":
-                # the set's names are states or enum members of the left side's type
-                a = self.expr(a_node, ctx)
-                if isinstance(a.type, (ir.AgentT, ir.NodeT)):
-                    b = self.expr(b_node, ctx)
-                    return ir.Binary("in", a, b, ir.BoolT(), sp)
-                elems = tuple(self.expr(c, ctx, a.type) for c in b_node.children
-                              if c is not None)
-                for e, n in zip(elems, b_node.children, strict=False):
-                    if e.type != a.type:
-                        raise self.error(f"expected {a.type}, got {e.type}", n)
-                return ir.Binary("in", a, ir.SetLit(elems, a.type, self.span(b_node)),
-                                 ir.BoolT(), sp)
-            b = self.expr(b_node, ctx)
-            if isinstance(b.type, ir.SetT):
-                a = self.expr(a_node, ctx)
-                if not isinstance(a.type, (ir.AgentT, ir.NodeT)):
-                    raise self.error(f"'in' tests an agent against a set, got {a.type}", a_node)
-                return ir.Binary("in", a, b, ir.BoolT(), sp)
-            if isinstance(b, ir.SetLit):
-                a = self.expr(a_node, ctx)
-                if a.type != b.type:
-                    raise self.error(f"cannot test {a.type} against a set of {b.type}", node)
-                return ir.Binary("in", a, b, ir.BoolT(), sp)
-            raise self.error(f"'in' needs a set on the right, got {b.type}", b_node)
+            return self.member(node, ctx, sp)
         if kind == "quant":
             quant, *rest = node.children
             binders, body_node = rest[:-1], rest[-1]
@@ -936,6 +1070,65 @@ class _Lowerer:
                     body = ir.Quant(str(quant), name, t, body, ir.BoolT(), sp)
             return body
         raise self.error(f"unsupported expression {kind}", node)  # pragma: no cover
+
+    def cond_expr(self, node: Tree, ctx: _Ctx, expected: ir.Type | None, sp: Span) -> ir.Expr:
+        """``if c then a else b``: both branches have one type (ints: the union of their
+        ranges; an agent and a node: a node)."""
+        c_node, a_node, b_node = node.children
+        cond = self.expr(c_node, ctx)
+        self.expect_bool(cond, c_node)
+        a = self.expr(a_node, ctx, expected)
+        b = self.expr(b_node, ctx, expected or a.type)
+        if isinstance(b.type, ir.ValueT) and isinstance(a, ir.Lit) and isinstance(
+                a.type, ir.IntT):
+            a = self.expr(a_node, ctx, b.type)  # `if c then 0 else data`
+        a_undef = isinstance(a, ir.Lit) and a.value is None
+        b_undef = isinstance(b, ir.Lit) and b.value is None
+        t: ir.Type
+        if a_undef or b_undef:
+            t = b.type if a_undef else a.type
+        elif a.type == b.type:
+            t = a.type
+        elif isinstance(a.type, ir.IntT) and isinstance(b.type, ir.IntT):
+            t = ir.IntT(min(a.type.lo, b.type.lo), max(a.type.hi, b.type.hi))
+        elif {type(a.type), type(b.type)} == {ir.AgentT, ir.NodeT}:
+            t = ir.NodeT(self.agents)
+        else:
+            raise self.error(f"the branches of 'if ... then ... else' have different types: "
+                             f"{a.type} and {b.type}", node)
+        if isinstance(t, ir.ArrayT):
+            raise self.error("a conditional expression cannot choose between whole arrays",
+                             node)
+        return ir.Cond(cond, a, b, t, sp)
+
+    def member(self, node: Tree, ctx: _Ctx, sp: Span) -> ir.Expr:
+        """``a in s`` (and ``a not in s``, its negation)."""
+        a_node, b_node = node.children
+        if b_node.data == "set_lit":
+            # the set's names are states or enum members of the left side's type
+            a = self.expr(a_node, ctx)
+            if isinstance(a.type, (ir.AgentT, ir.NodeT)):
+                b = self.expr(b_node, ctx)
+                return ir.Binary("in", a, b, ir.BoolT(), sp)
+            elems = tuple(self.expr(c, ctx, a.type) for c in b_node.children
+                          if c is not None)
+            for e, n in zip(elems, b_node.children, strict=False):
+                if e.type != a.type:
+                    raise self.error(f"expected {a.type}, got {e.type}", n)
+            return ir.Binary("in", a, ir.SetLit(elems, a.type, self.span(b_node)),
+                             ir.BoolT(), sp)
+        b = self.expr(b_node, ctx)
+        if isinstance(b.type, ir.SetT):
+            a = self.expr(a_node, ctx)
+            if not isinstance(a.type, (ir.AgentT, ir.NodeT)):
+                raise self.error(f"'in' tests an agent against a set, got {a.type}", a_node)
+            return ir.Binary("in", a, b, ir.BoolT(), sp)
+        if isinstance(b, ir.SetLit):
+            a = self.expr(a_node, ctx)
+            if a.type != b.type:
+                raise self.error(f"cannot test {a.type} against a set of {b.type}", node)
+            return ir.Binary("in", a, b, ir.BoolT(), sp)
+        raise self.error(f"'in' needs a set on the right, got {b.type}", b_node)
 
     def binder_type(self, type_node: Tree, ctx: _Ctx) -> ir.Type | _MsgBinding:
         """A quantifier ranges over a finite type, or over the messages of one type in flight
@@ -965,7 +1158,8 @@ class _Lowerer:
             return True
         if ctx.machine is not None and any(v.name == name for v in ctx.machine.vars):
             return True
-        return name in self.globals or name in self.params or name in self.enum_members
+        return (name in self.globals or name in self.params or name in self.consts
+                or name in self.enum_members)
 
     def name(self, tok: Token, ctx: _Ctx, expected: ir.Type | None) -> ir.Expr | _MachineRef:
         name = str(tok)
@@ -1007,8 +1201,8 @@ class _Lowerer:
                     return ir.MVar(ctx.machine.name, agent, name, v.type, sp)
         if name in self.globals:
             return ir.GVar(name, self.globals[name].type, sp)
-        if name in self.params:
-            value = self.params[name].value
+        if name in self.params or name in self.consts:
+            value = self.params[name].value if name in self.params else self.consts[name]
             return ir.Lit(ir.IntT(value, value), value, sp)
         if name in self.enum_members:
             enum, i = self.enum_members[name]
@@ -1111,6 +1305,49 @@ class _Lowerer:
         raise self.error(f"unknown function '{func}' (built-ins: size, isundefined, inflight, "
                          "all_agents)",
                          func_node)
+
+
+def _check_gotos(stmts: tuple[ir.Stmt, ...], done: ir.Goto | None,
+                 low: _Lowerer) -> ir.Goto | None:
+    """Reject a second ``goto`` on one path through a body (the first would be silently
+    overridden); return a ``goto`` that may have run by the end of ``stmts``. A ``goto`` in a
+    ``for`` body counts once: which iterations run it depends on the values."""
+    for s in stmts:
+        if isinstance(s, ir.Goto):
+            if done is not None:
+                raise low.error(f"a second 'goto' in one transition: 'goto {done.state}' (at "
+                                f"{done.span}) may already have run on this path", s.span)
+            done = s
+        elif isinstance(s, ir.If):
+            then = _check_gotos(s.then, done, low)
+            orelse = _check_gotos(s.orelse, done, low)
+            done = then if then is not None else orelse
+        elif isinstance(s, ir.For):
+            done = _check_gotos(s.body, done, low)
+    return done
+
+
+# the IR nodes that bind a name, and the field holding it
+_BINDERS = {ir.Local: "name", ir.Let: "var", ir.For: "var", ir.Quant: "var",
+            ir.MsgQuant: "var", ir.MsgVarAttr: "var"}
+_TYPES = (ir.BoolT, ir.IntT, ir.ValueT, ir.AgentT, ir.NodeT, ir.EnumT, ir.StateT, ir.SetT,
+          ir.ArrayT, Span)
+
+
+def _rename(node: Any, suffix: str) -> Any:
+    """``node`` (IR statements or expressions) with every bound name given ``suffix``."""
+    if isinstance(node, tuple):
+        return tuple(_rename(x, suffix) for x in node)
+    if not attrs.has(type(node)) or isinstance(node, _TYPES):
+        return node
+    changes: dict[str, Any] = {}
+    binder = _BINDERS.get(type(node))
+    for f in attrs.fields(type(node)):
+        value = getattr(node, f.name)
+        new = value + suffix if f.name == binder else _rename(value, suffix)
+        if new is not value:
+            changes[f.name] = new
+    return attrs.evolve(node, **changes) if changes else node
 
 
 def _enumerable(t: ir.Type) -> bool:

@@ -220,6 +220,17 @@ class Frame:
             lo = ft.lo if isinstance(ft, ir.IntT) else 0
             return self.let(f"CO_DEC((int)(({pre}_code >> {shift}) & {(1 << width) - 1}u), "
                             f"{lo})")
+        if isinstance(e, ir.Cond):  # only the chosen branch runs, with its checks
+            c = self.ex(e.cond)
+            self.check(c, e.span)
+            r = self.let("0")
+            self.open(f"if ({c})")
+            self.emit(f"{r} = {self.ex(e.then)};")
+            self.close("} else {")
+            self.ind += 1
+            self.emit(f"{r} = {self.ex(e.orelse)};")
+            self.close()
+            return r
         raise CodegenError(f"cannot translate {type(e).__name__}")
 
     def _messages(self, message: str, result: str, body: Callable[[str], str]) -> None:

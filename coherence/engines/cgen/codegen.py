@@ -201,6 +201,7 @@ CO_FN void co_setr(co_u *u, int x, uint64_t c) {{
         out.append("\n".join(rm))
         if cm.monitor:
             out.append(self._monitor())
+        out.append(self._assumptions())
         keys = "".join(f" co_emit_failure(sink, {cm.key(('coherence', k))});"
                        for k in cm.coherence_names)
         out.append(f"""/* After an enabled action's body ran on w: its failure or its successor. */
@@ -209,12 +210,31 @@ CO_FN void co_finish(const co_u *w, int r, co_sink *sink, int *rules, int *live)
     (*rules)++;
     if (r >= 2) {{ co_emit_failure(sink, r - 2); return; }}
     if (w->coh) {{{keys} return; }}
+    if (!co_assumed(w)) {{ (*rules)--; (*live)++; return; }} /* NOTE(assume): discarded */
     co_state out;
     for (int k = 0; k < CO_WORDS; k++) out.w[k] = w->p[k];
     co_emit_state(sink, &out);
     (*live)++;
 }}
 """)
+        return "\n".join(out)
+
+    def _assumptions(self) -> str:
+        """``Semantics.assumed``: every ``assume`` holds on every line (one that errs is
+        false)."""
+        out = []
+        tests = []
+        for i, a in enumerate(self.cm.model.assumptions):
+            f = Frame(self.cm, "inv")
+            v = f.ex(a.expr)
+            f.emit(f"return {v} != 0;")
+            out.append(f"/* assume {_comment(a.name)} ({a.span}) */\n"
+                       f"CO_FN int co_assume_{i}(const co_u *u, int line) {{\n"
+                       "    (void)u; (void)line;\n" + "\n".join(f.out) + "\n}\n")
+            tests.append(f"        if (co_assume_{i}(u, line) != 1) return 0;")
+        out.append("CO_FN int co_assumed(const co_u *u) {\n    (void)u;\n"
+                   "    for (int line = 0; line < CO_LINES; line++) {\n"
+                   + "".join(t + "\n" for t in tests) + "    }\n    return 1;\n}\n")
         return "\n".join(out)
 
     def _send_helper(self, info: NetInfo) -> str:
