@@ -99,6 +99,9 @@ class Printer:
                 return "msg.src"
             case ir.Index():
                 return f"{self.expr(e.base, 9)}[{self.expr(e.index)}]"
+            case ir.Unary(op="!", arg=ir.Binary(op="in") as inner):
+                text = f"{self.expr(inner.left, 6)} not in {self.expr(inner.right, 6)}"
+                return f"({text})" if prec > 5 else text
             case ir.Unary():
                 return f"{e.op}{self.expr(e.arg, 8)}"
             case ir.Binary():
@@ -123,6 +126,10 @@ class Printer:
                 return f"({text})" if prec > 0 else text
             case ir.MsgVarAttr():
                 return f"{e.var}.{e.attr}"
+            case ir.Cond():
+                text = (f"if {self.expr(e.cond)} then {self.expr(e.then)} else "
+                        f"{self.expr(e.orelse)}")
+                return f"({text})" if prec > 0 else text
             case _:
                 assert_never(e)
 

@@ -81,6 +81,8 @@ def _children(e: ir.Expr) -> tuple[ir.Expr, ...]:
             return (e.body,)
         case ir.InFlight():
             return (e.dst,) if e.dst is not None else ()
+        case ir.Cond():
+            return (e.cond, e.then, e.orelse)
         case _:
             return ()
 
@@ -140,6 +142,7 @@ def estimate(model: ir.Model) -> ConfigurationSize:
             per_firing += sum(expression_steps(e) * k for e, k in _stmt_exprs(t.body))
             steps += fired * per_firing
     steps += lines * sum(expression_steps(inv.expr) for inv in model.invariants)
+    steps += lines * sum(expression_steps(a.expr) for a in model.assumptions)
     return ConfigurationSize(values, instances, steps)
 
 

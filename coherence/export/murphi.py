@@ -295,6 +295,12 @@ class MurphiExporter:
                 if e.attr in ("src", "dst"):
                     return self.agent(e, ctx)
                 return ctx.mvars[e.var][2][e.attr]
+            case ir.Cond():
+                if isinstance(e.type, ir.SetT):
+                    raise ExportError("a conditional expression choosing between sets is not "
+                                      "supported by the Murphi exporter", e.span)
+                return (f"({self.expr(e.cond, ctx)} ? {self.expr(e.then, ctx)} : "
+                        f"{self.expr(e.orelse, ctx)})")
             case _:
                 assert_never(e)
 
@@ -680,6 +686,12 @@ class MurphiExporter:
             except _HomeNotAgent:
                 body = "false"
             out.append(f'invariant "{inv.name}" {body};')
+        for a in m.assumptions:  # NOTE(assume): Rumur discards such states, as we do
+            try:
+                body = self.expr(a.expr, _Ctx("st"))
+            except _HomeNotAgent:
+                body = "false"  # it cannot be evaluated: false, as in Semantics.assumed
+            out.append(f'assume "{a.name}" {body};')
         return "\n".join(out) + "\n"
 
     def helpers(self) -> list[str]:

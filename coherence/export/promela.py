@@ -101,6 +101,10 @@ class PromelaExporter:
         if model.lines != 1:
             raise ExportError(f"the Promela exporter supports lines = 1 (got {model.lines})",
                               _param_span(model, "lines"))
+        for a in model.assumptions:
+            raise ExportError(f"assume {a.name}: state constraints are not supported by the "
+                              "Promela export (Spin would store and count the states they "
+                              "discard); use the Murphi export with Rumur", a.span)
         self.n = model.agents
         self.home = model.home
         self.cache = model.caches[0] if model.caches else None
@@ -286,8 +290,22 @@ class PromelaExporter:
                 return self.msg_quant(e, ctx, pre), False
             case ir.MsgVarAttr():
                 return ctx.mvars[e.var][e.attr]
+            case ir.Cond():
+                return self.cond(e, ctx, pre)
             case _:
                 assert_never(e)
+
+    def cond(self, e: ir.Cond, ctx: _Ctx, pre: list[str]) -> tuple[str, bool]:
+        """Only the chosen branch runs (its checks included), as in the semantics."""
+        c = self.defined(pre, self.expr(e.cond, ctx, pre), "condition of if", e.span)
+        then: list[str] = []
+        a, a_undef = self.expr(e.then, ctx, then)
+        orelse: list[str] = []
+        b, b_undef = self.expr(e.orelse, ctx, orelse)
+        t = self.temp("ce")
+        pre.append(f"if :: {c} != 0 -> {' '.join(then)} {t} = {a} "
+                   f":: else -> {' '.join(orelse)} {t} = {b} fi;")
+        return t, a_undef or b_undef
 
     def call(self, e: ir.Call, ctx: _Ctx, pre: list[str]) -> str:
         if e.func == "all_agents":

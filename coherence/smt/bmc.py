@@ -70,6 +70,7 @@ def bmc(model: ir.Model, max_depth: int, *, deadlock: bool = True, all_failures:
         solver.set("rlimit", rlimit)
     states = [lay.fresh("s0")]
     solver.add(system.equal(states[0], enc.initial_state()))
+    solver.add(system.at(system.assumed, states[0]))  # NOTE(assume): every state on a path
     sels: list[Any] = []
     found: dict[Group, int] = {}
     failures: list[Failure] = []
@@ -82,6 +83,7 @@ def bmc(model: ir.Model, max_depth: int, *, deadlock: bool = True, all_failures:
             sels.append(ivar(f"sel{k - 1}"))
             states.append(lay.fresh(f"s{k}"))
             solver.add(system.at(system.trans, states[k - 1], states[k], sels[k - 1]))
+            solver.add(system.at(system.assumed, states[k]))
         for group, (bad, extra) in system.groups.items():
             if group in found or k - extra < 0 or z3.is_false(bad):
                 continue

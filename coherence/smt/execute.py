@@ -200,6 +200,11 @@ class Exec:
                 if e.attr == "dst":
                     return dst
                 return fields[self.enc.field_pos[(self.enc.msg_index[e.message], e.attr)]]
+            case ir.Cond():  # only the chosen branch's errors count
+                cv = truth(self.check(self.expr(e.cond, c), c))
+                a = self.expr(e.then, all_of([c, cv]))
+                b = self.expr(e.orelse, all_of([c, z3.Not(cv)]))
+                return ite(cv, a, b)
             case _:
                 assert_never(e)
 

@@ -97,6 +97,7 @@ def induction(model: ir.Model, k: int, *, deadlock: bool = True,
     bads = {g: b for g, (b, _extra) in system.groups.items()}
     for j, s in enumerate(states):
         solver.add(system.at(system.domain, s))
+        solver.add(system.at(system.assumed, s))  # NOTE(assume)
         if j < k:
             solver.add(system.at(system.trans, s, states[j + 1], sels[j]))
             solver.add(z3.Not(any_of([system.at(b, s) for b in bads.values()])))

@@ -113,6 +113,10 @@ class ParamEncoder(ModelTables):
             if net.ordering is ir.Ordering.BUS:
                 raise Unsupported(f"network {net.name}: the atomic bus is not supported with "
                                   "--agents any (fifo and unordered networks are)", net.span)
+        for a in model.assumptions:
+            raise Unsupported(f"assume {a.name}: state constraints are not supported with "
+                              "--agents any (they bound the search of one configuration; "
+                              "prove with --agents N)", a.span)
 
     def fresh(self, prefix: str) -> PState:
         m = self.model

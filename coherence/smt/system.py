@@ -225,6 +225,18 @@ class Encoder(ModelTables):
             out.append((inv, any_of(viol), any_of(err)))
         return out
 
+    def assumed(self, s: SymState) -> Any:
+        """``Semantics.assumed``: every ``assume`` holds on every line (one that cannot be
+        evaluated counts as false). NOTE(assume): each state of a path is constrained by it,
+        and the deadlock group is unchanged, since a move to a discarded state is a move."""
+        out = []
+        for a in self.model.assumptions:
+            for line in range(self.model.lines):
+                ex = Exec(self, s, line)
+                v = truth(ex.expr(a.expr, TRUE))
+                out.append(all_of([z3.Not(any_of(ex.errs)), v]))
+        return all_of(out)
+
     def no_transition(self, s: SymState) -> Any:
         """A deliverable message that its receiver has no transition for (stall or not):
         NOTE(no-transition), with the semantics' own handler table."""
@@ -312,6 +324,7 @@ class System:
             eqs.append(x == value)
         self.trans = z3.And(any_of(choose), *eqs)
         self.domain = self.domain_of(self.cur)
+        self.assumed = enc.assumed(self.cur)
         # bad-state groups, each with the extra trace length (0 or 1 step)
         groups: dict[tuple[str, str], tuple[Any, int]] = {}
         for inv, viol, err in enc.invariants(self.cur):

@@ -744,9 +744,15 @@ class _Lowerer:
                             err.span, self.source) from None
         finally:
             self.expanding.pop()
-        lets: list[ir.Stmt] = [ir.Let(p.name, v, sp)
-                               for p, v in zip(proc.params, values, strict=True)]
-        return [_rename(s, suffix) for s in [*lets, *body]]
+        # an argument that cannot change while the body runs is put in place of its parameter
+        # (so `msg.src` stays `msg.src` for every back end); any other is a `let`
+        # (the caller's expressions are not renamed: only names bound in the body are)
+        same = {p.name + suffix: v for p, v in zip(proc.params, values, strict=True)
+                if isinstance(v, _IMMUTABLE) and not (isinstance(v, ir.Lit) and v.value is None)}
+        lets: list[ir.Stmt] = [ir.Let(p.name + suffix, v, sp)
+                               for p, v in zip(proc.params, values, strict=True)
+                               if p.name + suffix not in same]
+        return [*lets, *(_substitute(_rename(s, suffix), same) for s in body)]
 
     @contextmanager
     def scope(self, ctx: _Ctx) -> Iterator[None]:
@@ -1332,6 +1338,28 @@ _BINDERS = {ir.Local: "name", ir.Let: "var", ir.For: "var", ir.Quant: "var",
             ir.MsgQuant: "var", ir.MsgVarAttr: "var"}
 _TYPES = (ir.BoolT, ir.IntT, ir.ValueT, ir.AgentT, ir.NodeT, ir.EnumT, ir.StateT, ir.SetT,
           ir.ArrayT, Span)
+
+
+_IMMUTABLE = (ir.Lit, ir.SelfId, ir.MsgSrc, ir.MsgField, ir.Local)
+
+
+def _substitute(node: Any, values: dict[str, ir.Expr]) -> Any:
+    """``node`` with each ``Local`` named in ``values`` replaced by its value."""
+    if not values:
+        return node
+    if isinstance(node, ir.Local) and node.name in values:
+        return values[node.name]
+    if isinstance(node, tuple):
+        return tuple(_substitute(x, values) for x in node)
+    if not attrs.has(type(node)) or isinstance(node, _TYPES):
+        return node
+    changes = {}
+    for f in attrs.fields(type(node)):
+        value = getattr(node, f.name)
+        new = _substitute(value, values)
+        if new is not value:
+            changes[f.name] = new
+    return attrs.evolve(node, **changes) if changes else node
 
 
 def _rename(node: Any, suffix: str) -> Any:
