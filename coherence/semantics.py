@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Sequence, Set
 from typing import Any, NamedTuple, assert_never
 
 from coherence import ir
-from coherence.errors import Span
+from coherence.errors import Span, SpecError
 
 UNDEF = -(1 << 31)
 
@@ -695,14 +695,36 @@ class Semantics:
         if self.monitor:
             empty = tuple(-1 for _ in range(m.values))
             monitor = tuple(tuple((0, empty) for _ in range(self.n)) for _ in range(m.lines))
-        return [s for s in [(lines, nets, monitor)] if self.assumed(s)]
+        state = (lines, nets, monitor)
+        broken = self.violated_assumptions(state)
+        if broken:
+            # certainly a mistake in the spec: there would be nothing at all to explore
+            raise SpecError(f"the initial state violates the assumption '{broken[0].name}', so "
+                            "there is nothing to explore", broken[0].span)
+        return [state]
+
+    def violated_assumptions(self, state: State) -> list[ir.Assumption]:
+        """The assumptions false (or not evaluable) on some line of ``state``."""
+        lines, nets, _ = state
+        out = []
+        for a, f in zip(self.model.assumptions, self._assumptions, strict=True):
+            for line in range(self.model.lines):
+                try:
+                    ok = f(_Env(self, line, lines[line], nets))
+                except ModelError:
+                    ok = False
+                if not ok:
+                    out.append(a)
+                    break
+        return out
 
     def assumed(self, state: State) -> bool:
         """NOTE(assume): whether ``state`` satisfies every ``assume`` on every line. A state
         that does not is discarded where it arises: ``initial_states`` leaves it out and
         ``execute`` returns None for an action that reaches it, so it is never stored,
         counted, checked or expanded; but that action still counts as a move for
-        ``is_deadlock``. An assumption that reads an undefined value counts as false."""
+        ``is_deadlock``. An assumption that reads an undefined value counts as false. An
+        initial state that violates one is a SpecError (``initial_states``)."""
         if not self._assumptions:
             return True
         lines, nets, _ = state

@@ -15,7 +15,8 @@ global, processor events (some with parameters), message arrivals (some that sta
 with agent parameters, bodies with assignments (some out of range at run time: model
 errors), undefine, if/else, for over agents, let, send/broadcast, perform load/store, set
 methods, assert and goto; invariants with agent and message quantifiers and ``inflight``,
-and sometimes ``property coherent: coherence;``.
+and sometimes ``property coherent: coherence;``; ``not in`` and ``if ... then ... else``
+expressions (issue 15's additions that every engine must agree on).
 
 Expressions are built by type: each context knows the names it can read and their types, so
 every expression type-checks; run-time errors (undefined reads, overflow, failed asserts, a
@@ -197,6 +198,11 @@ class SpecBuilder:
             options.append("all")
         if not options:
             return None
+        if depth > 0 and kind in ("int", "value", "enum") and self.chance(0.15):
+            then = self.expr(ctx, t, depth - 1, lit_ok)
+            orelse = self.expr(ctx, t, depth - 1, lit_ok)
+            if then is not None and orelse is not None:
+                return f"(if {self.bool_expr(ctx, 0)} then {then} else {orelse})"
         how = self.choice(options)
         if how == "atom":
             return self.atom(ctx, t)
@@ -262,7 +268,8 @@ class SpecBuilder:
             return f"({left} {self.choice(['<', '<=', '>', '>='])} {right})"
         if how == "member":
             elem = self.atom(ctx, AGENT if self.atoms(ctx, AGENT) else NODE)
-            return f"({elem} in {self.expr(ctx, SET, 0)})"
+            op = "not in" if self.chance(0.3) else "in"
+            return f"({elem} {op} {self.expr(ctx, SET, 0)})"
         if how == "state":
             atom = self.choice(sorted(ctx.states))
             _kind, names = ctx.states[atom]

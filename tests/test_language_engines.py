@@ -17,6 +17,7 @@ import pytest
 from helpers import PROOF_RLIMIT, assert_agree
 
 from coherence import ir
+from coherence.cli import main
 from coherence.diagrams.pretty import Printer
 from coherence.engines import check
 from coherence.export.murphi import to_murphi
@@ -86,11 +87,16 @@ def test_a_discarded_state_is_not_checked_and_its_source_is_no_deadlock(engine: 
     assert (result.verdict, result.states) == ("holds", 4)
 
 
-def test_an_initial_state_that_violates_an_assumption_leaves_nothing() -> None:
-    model = load_spec_text(STUCK + "assume forall a: agent :: C[a].n == 5;\n", "none.coh")
-    for engine in ("reference", "compiled"):
-        result = check(model, CheckOptions(), engine=engine)
-        assert (result.verdict, result.states) == ("holds", 0)
+def test_an_initial_state_that_violates_an_assumption_is_a_located_error(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Nothing would be left to explore: certainly a mistake, refused by every verb."""
+    path = tmp_path / "none.coh"
+    path.write_text(STUCK + "assume nothing: forall a: agent :: C[a].n == 5;\n")
+    for argv in (["check"], ["check", "--engine", "compiled"], ["fuzz"], ["prove", "--bmc", "2"]):
+        assert main([*argv, str(path)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"{path}:12:1: error: the initial state violates the assumption "
+                              "'nothing'"), err
 
 
 def test_an_assumption_that_reads_undefined_counts_as_false() -> None:

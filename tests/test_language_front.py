@@ -258,3 +258,22 @@ def test_cli_refuses_a_double_goto_with_exit_code_2(tmp_path: Path,
     err = capsys.readouterr().err
     assert err.startswith(f"{path}:19:26: error: a second 'goto' in one transition")
     assert "Traceback" not in err
+
+
+def test_random_specs_use_the_new_expressions() -> None:
+    """``tests/strategies.py`` draws ``not in`` and ``if ... then ... else``, so every
+    property test over random specs (engines, symmetry, layout, Z3) covers them too."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from strategies import loaded_specs
+
+    seen: set[str] = set()
+
+    @settings(max_examples=60, phases=[Phase.generate], database=None, deadline=None,
+              derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(loaded_specs())
+    def collect(spec: tuple[str, ir.Model]) -> None:
+        text = spec[0]
+        seen.update(k for k in ("not in", "(if ") if k in text)
+
+    collect()
+    assert seen == {"not in", "(if "}

@@ -63,6 +63,7 @@ def bmc(model: ir.Model, max_depth: int, *, deadlock: bool = True, all_failures:
     out is an unknown, never a pass."""
     start = time.perf_counter()
     enc = Encoder(model)
+    enc.sem.initial_states()  # NOTE(assume): a SpecError if the assumptions discard it
     system = System(enc, deadlock)
     lay = enc.layout
     solver = z3.SolverFor("QF_BV")

@@ -10,11 +10,10 @@ import attrs
 def dump(node: Any, indent: int = 0) -> str:
     pad = "  " * indent
     if attrs.has(type(node)):
-        # spans are not part of the IR; a field left at its default (e.g. no assumptions) is
-        # not shown, so that adding one to the IR changes no dump of a spec without it
+        # spans are not part of the IR; an empty tuple left at its default (e.g. a spec with
+        # no assumptions) is not shown, so that adding such a field changes no existing dump
         fields = [f for f in attrs.fields(type(node)) if f.eq and not (
-            f.default is not attrs.NOTHING and not isinstance(f.default, attrs.Factory)
-            and getattr(node, f.name) == f.default)]
+            f.default == () and getattr(node, f.name) == ())]
         simple = all(not _is_complex(getattr(node, f.name)) for f in fields)
         name = type(node).__name__
         if simple:
