@@ -21,8 +21,9 @@ def add_args(p: argparse.ArgumentParser) -> None:
     from coherence.engines import ENGINE_NAMES
     p.add_argument("--engine", choices=ENGINE_NAMES, default="auto",
                    help="how to explore: reference (plain Python, the oracle), compiled (C "
-                        "generated from the spec, on every core), auto (compiled where a C "
-                        "compiler exists, else reference with a note; the default)")
+                        "generated from the spec, on every core), gpu (the same C compiled for an "
+                        "NVIDIA GPU with CuPy), auto (compiled where a C compiler exists, else "
+                        "reference with a note; the default)")
     p.add_argument("--threads", type=positive_int, metavar="N",
                    help="threads for engines that use several cores (default: all cores)")
     p.add_argument("--time-limit", type=_positive_float, metavar="SECONDS",

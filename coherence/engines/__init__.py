@@ -11,7 +11,7 @@ from coherence import ir
 from coherence.engines.api import Engine
 from coherence.results import CheckOptions, CheckResult
 
-ENGINE_NAMES = ("auto", "reference", "compiled")
+ENGINE_NAMES = ("auto", "reference", "compiled", "gpu")
 
 
 class EngineUnavailable(Exception):
@@ -28,6 +28,9 @@ def get_engine(name: str) -> Engine:
         except ImportError as err:  # pragma: no cover - a broken installation
             raise EngineUnavailable(f"the compiled engine cannot be loaded: {err}") from err
         return CompiledEngine()
+    if name == "gpu":  # CuPy is imported only when the engine runs
+        from coherence.engines.gpu import GpuEngine
+        return GpuEngine()
     raise EngineUnavailable(f"unknown engine '{name}' (choose from {', '.join(ENGINE_NAMES)})")
 
 
