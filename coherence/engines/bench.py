@@ -58,9 +58,12 @@ HELP = ("engines side by side: reference, compiled (1 and all threads), Rumur an
         "states, seconds, states/s, peak RSS, bytes/state and speed-ups in one run")
 
 SPECS_DIR = Path(__file__).resolve().parent.parent.parent / "specs"
-TOOLS = ("reference", "compiled-1", "compiled-all", "rumur", "spin")
+TOOLS = ("reference", "compiled-1", "compiled-all", "rumur", "spin", "gpu")
 DEFAULT_ROWS = ("german:4", "german:5", "german:6:sym", "broadcast_invalidate_acked:4",
                 "mesi_directory:4")
+# --engine gpu (issue 18): the GPU engine against the compiled engine on every core
+GPU_ROWS = ("german:5", "german:6", "german:7:sym", "mesi_directory:5")
+GPU_TOOLS = ("compiled-all", "gpu")
 SPIN_CORES = 2
 BUILD_LIMIT_S = 900.0  # a build (cc -O3 of a big model) gets this long before the search's limit
 RESULT_PREFIX = "CELL "
@@ -115,6 +118,9 @@ def unavailable(tool: str, row: Row) -> str | None:
     if tool.startswith("compiled"):
         from coherence.engines.compiled import CompiledEngine
         return CompiledEngine().available()
+    if tool == "gpu":
+        from coherence.engines.gpu import GpuEngine
+        return GpuEngine().available()
     if tool == "rumur":
         from coherence.export.rumur import rumur_available
         return None if rumur_available() else "rumur and cc are needed on the PATH"
@@ -178,6 +184,31 @@ def measure(row: Row, tool: str, spec: dict[str, Any]) -> dict[str, Any]:
                "seconds": result.seconds, "build_seconds": build_s, "verdict": result.verdict,
                "threads": result.threads, "symmetry": result.symmetry,
                "stopped": result.stopped, "store_bytes_per_state": result.bytes_per_state}
+    elif tool == "gpu":
+        from coherence.engines import check
+        from coherence.engines.cgen.codegen import generate
+        from coherence.engines.gpu import engine as gpu_engine
+        from coherence.engines.gpu.device import CupyDevice
+        from coherence.engines.gpu.source import kernel_source
+        from coherence.layout import Layout
+        from coherence.results import CheckOptions
+        from coherence.semantics import Semantics
+
+        t = time.perf_counter()  # NVRTC's compile, cached by CuPy for the search's own
+        initial = len(list(Semantics(model).initial_states()))
+        device = CupyDevice(kernel_source(generate(model, Layout(model)), initial, "nvrtc"))
+        build_s = time.perf_counter() - t
+        print(BUILT_LINE, flush=True)
+        result = check(model, CheckOptions(symmetry=row.symmetry,
+                                           max_states=spec.get("max_states")), engine="gpu")
+        stats = gpu_engine.LAST_STATS
+        doc = {"states": result.states, "model_states": result.states,
+               "seconds": result.seconds, "build_seconds": build_s, "verdict": result.verdict,
+               "threads": 1, "symmetry": result.symmetry, "stopped": result.stopped,
+               "store_bytes_per_state": result.bytes_per_state, "device": device.name,
+               "device_peak_bytes": stats.get("device_peak_bytes"),
+               "device_bytes_per_state": (stats["device_peak_bytes"] / result.states
+                                          if result.states else None)}
     elif tool == "rumur":
         from coherence.export.murphi import to_murphi
         from coherence.export.rumur import run_rumur
@@ -263,6 +294,8 @@ def run_cell(row: Row, tool: str, timeout: float, threads: int,
                 "states_per_second": states / secs if secs > 0 else None,
                 "model_states_per_second": doc["model_states"] / secs if secs > 0 else None,
                 "bytes_per_state": peak / states if states else None})
+    if tool == "gpu":  # the states live on the device: charge its memory, not the host's
+        doc["bytes_per_state"] = doc["device_bytes_per_state"]
     return doc
 
 
@@ -388,6 +421,9 @@ def table(doc: dict[str, Any]) -> str:
     out.append("")
     out.append(f"threads: compiled-all and rumur {doc['threads']}, spin {SPIN_CORES} "
                f"(NCORE); seconds exclude builds; '+' a capped search; peak RSS per cell")
+    if "gpu" in tools:
+        out.append("gpu: B/state is the device's peak store (states, parents, hash table, "
+                   "both tables while one doubles) over the states; build s is NVRTC's")
     return "\n".join(out)
 
 
@@ -395,10 +431,14 @@ def table(doc: dict[str, Any]) -> str:
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--rows", default=",".join(DEFAULT_ROWS),
-                   help="comma-separated SPEC:AGENTS[:sym] (default: %(default)s)")
-    p.add_argument("--tools", default=",".join(t for t in TOOLS if t != "reference"),
-                   help=f"comma-separated, from {', '.join(TOOLS)} (default: %(default)s)")
+    p.add_argument("--rows", default=None,
+                   help=f"comma-separated SPEC:AGENTS[:sym] (default: {','.join(DEFAULT_ROWS)})")
+    p.add_argument("--tools", default=None,
+                   help=f"comma-separated, from {', '.join(TOOLS)} (default: every one but "
+                        "reference and gpu)")
+    p.add_argument("--engine", choices=["gpu"], default=None,
+                   help=f"gpu: the GPU engine against compiled-all, on rows {','.join(GPU_ROWS)} "
+                        "unless --rows or --tools say otherwise")
     p.add_argument("--include-reference", action="store_true",
                    help="also run the reference engine (slow: hours on the default rows)")
     p.add_argument("--reference-max-states", type=int, default=None, metavar="N",
@@ -416,9 +456,16 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    gpu = getattr(args, "engine", None) == "gpu"
+    default_tools = GPU_TOOLS if gpu else [t for t in TOOLS if t not in ("reference", "gpu")]
     try:
-        rows = [parse_row(r.strip()) for r in args.rows.split(",") if r.strip()]
-        tools = [t.strip() for t in args.tools.split(",") if t.strip()]
+        rows = [parse_row(r.strip())
+                for r in (args.rows or ",".join(GPU_ROWS if gpu else DEFAULT_ROWS)).split(",")
+                if r.strip()]
+        tools = [t.strip() for t in (args.tools or ",".join(default_tools)).split(",")
+                 if t.strip()]
+        if gpu and "gpu" not in tools:
+            tools.append("gpu")
         for t in tools:
             if t not in TOOLS:
                 raise ValueError(f"--tools: unknown tool '{t}' (choose from {', '.join(TOOLS)})")

@@ -103,6 +103,9 @@ class _Gen:
 #ifndef CO_CONST
 #define CO_CONST static const
 #endif
+#ifndef CO_BIG /* an action's try, body, delivery and bus handler, an invariant */
+#define CO_BIG CO_FN
+#endif
 #define CO_UNDEF (-2147483647 - 1)
 #define CO_DEC(c, lo) ((c) ? (int)(c) - 1 + (lo) : CO_UNDEF)
 #define CO_ENC(v, lo) ((v) == CO_UNDEF ? 0 : (v) - (lo) + 1)
@@ -318,7 +321,7 @@ CO_FN void co_mon_load(co_u *u, int line, int p, int v) {{
         if (t, depth) not in self.buses:
             self.buses[(t, depth)] = f"co_bus_{t}_d{depth}"
             self.pending.append((t, depth))
-            self.protos.append(f"CO_FN int co_bus_{t}_d{depth}(co_u *u, int line, int src, "
+            self.protos.append(f"CO_BIG int co_bus_{t}_d{depth}(co_u *u, int line, int src, "
                                "int dst, const int *mf, int kb);")
         return self.buses[(t, depth)]
 
@@ -347,7 +350,7 @@ CO_FN void co_mon_load(co_u *u, int line, int p, int v) {{
             return self.bodies[key]
         fname = f"co_b_{self._name(m, t)}_d{depth}"
         self.bodies[key] = fname
-        self.protos.append(f"CO_FN int {fname}(co_u *u, int line, int self, int src, "
+        self.protos.append(f"CO_BIG int {fname}(co_u *u, int line, int self, int src, "
                            "const int *mf, const int *pr);")
         f = Frame(self.cm, "body", m, depth, self._message_of(t), self._bus_request,
                   params=t.params)
@@ -359,7 +362,7 @@ CO_FN void co_mon_load(co_u *u, int line, int p, int v) {{
         self.defs.append(
             f"/* {_comment(m.name)}: {t.kind} {_comment(t.name)} ({t.span}), bus depth "
             f"{depth} */\n"
-            f"CO_FN int {fname}(co_u *u, int line, int self, int src, const int *mf, "
+            f"CO_BIG int {fname}(co_u *u, int line, int self, int src, const int *mf, "
             "const int *pr) {\n"
             "    (void)line; (void)self; (void)src; (void)mf; (void)pr;\n"
             + "\n".join(f.out) + "\n}\n")
@@ -386,10 +389,10 @@ CO_FN void co_mon_load(co_u *u, int line, int p, int v) {{
                          if t.guard is not None else "const int g = 1;")
                 remove = "co_remove(&w, net, where);" if t.kind == "message" else (
                     "(void)net; (void)where;")
-                self.protos.append(f"CO_FN void co_try_{name}(const co_u *u, int line, "
+                self.protos.append(f"CO_BIG void co_try_{name}(const co_u *u, int line, "
                                    "int self, int src, const int *mf, const int *pr, int net, "
                                    "int where, co_sink *sink, int *rules, int *live);")
-                self.defs.append(f"""CO_FN void co_try_{name}(const co_u *u, int line, int self,
+                self.defs.append(f"""CO_BIG void co_try_{name}(const co_u *u, int line, int self,
         int src, const int *mf, const int *pr, int net, int where, co_sink *sink, int *rules,
         int *live) {{
     {guard}
@@ -408,7 +411,7 @@ CO_FN void co_mon_load(co_u *u, int line, int p, int v) {{
         bus-ambiguous keys."""
         cm = self.cm
         name = cm.model.messages[t].name
-        lines = [f"CO_FN int co_bus_{t}_d{depth}(co_u *u, int line, int src, int dst, "
+        lines = [f"CO_BIG int co_bus_{t}_d{depth}(co_u *u, int line, int src, int dst, "
                  "const int *mf, int kb) {"]
         for machine, cond in ((cm.home, "dst == CO_AGENTS"), (cm.cache, "dst < CO_AGENTS")):
             lines.append(f"    if ({cond}) {{")
@@ -523,7 +526,7 @@ CO_FN void co_mon_load(co_u *u, int line, int p, int v) {{
         handlers for its current state, or a no-transition report."""
         cm = self.cm
         lay = info.lay
-        lines = [f"CO_FN void co_recv_{info.index}(const co_u *u, int line, int src, int dst, "
+        lines = [f"CO_BIG void co_recv_{info.index}(const co_u *u, int line, int src, int dst, "
                  "uint64_t code, int where, co_sink *sink, int *rules, int *live, "
                  "int *problems) {",
                  "    (void)src;",
@@ -582,7 +585,7 @@ CO_FN void co_mon_load(co_u *u, int line, int p, int v) {{
             v = f.ex(inv.expr)
             f.emit(f"return {v} != 0;")
             out.append(f"/* invariant {_comment(inv.name)} ({inv.span}) */\n"
-                       f"CO_FN int co_inv_{i}(const co_u *u, int line) {{\n"
+                       f"CO_BIG int co_inv_{i}(const co_u *u, int line) {{\n"
                        "    (void)u; (void)line;\n" + "\n".join(f.out) + "\n}\n")
             kf = cm.key(("invariant", inv.name))
             ke = cm.key(("error", inv.name))

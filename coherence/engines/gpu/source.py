@@ -35,6 +35,9 @@ typedef unsigned long long uintptr_t;
 #define CO_CONST static __device__ const
 /* the successor sink (canonicalize, insert, check) is called from every action: one copy */
 #define CO_SINK_FN static __device__ __noinline__
+/* the generated actions, deliveries and invariants: compiled once each (inlining them all
+ * into co_expand makes NVRTC take minutes on the larger models) */
+#define CO_BIG static __device__ __noinline__
 #define CO_POPCOUNT(x) __popc(x)
 #define CO_KERNEL extern "C" __global__
 #define CO_TID() ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x)

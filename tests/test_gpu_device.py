@@ -1,0 +1,64 @@
+"""The GPU engine on a GPU (skipped without CuPy and a CUDA GPU): counts, verdicts and
+counterexample lengths equal to the compiled engine's on every bundled spec and mutant at
+2 to 4 agents. Run on the H200 through the device tool; the log is committed under
+results/device/gpu-*/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from coherence import ir, load_spec
+from coherence.engines.compiled import CompiledEngine
+from coherence.engines.driver import run
+from coherence.engines.gpu import GpuEngine
+from coherence.mutants import find_mutants, parse_header
+from coherence.results import CheckOptions, CheckResult
+from coherence.spec.select import drop_properties
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(GpuEngine().available() is not None,
+                       reason=f"no GPU engine here: {GpuEngine().available()}"),
+]
+
+ROOT = Path(__file__).resolve().parent.parent  # not helpers.ROOT: helpers needs Z3
+SPECS = sorted((ROOT / "specs").glob("*.coh"))
+MUTANTS = find_mutants(ROOT / "specs" / "mutants")
+
+
+def summary(result: CheckResult) -> tuple:
+    return (result.states, result.rules_fired, result.depth, result.verdict, result.stopped,
+            result.symmetry, sorted((f.key, f.length) for f in result.failures))
+
+
+def load(path: Path, agents: int, drop: tuple[str, ...] = ()) -> ir.Model:
+    model = load_spec(path, {"agents": agents})
+    return drop_properties(model, list(drop)) if drop else model
+
+
+SPEC_CASES = [pytest.param(p, n, sym, id=f"{p.stem}-{n}-{'sym' if sym else 'nosym'}")
+              for p in SPECS for n in (2, 3, 4) for sym in (True, False)
+              if sym or n < 4]
+
+
+@pytest.mark.parametrize(("path", "agents", "symmetry"), SPEC_CASES)
+def test_spec_matches_the_compiled_engine(path: Path, agents: int, symmetry: bool) -> None:
+    model = load(path, agents)
+    options = CheckOptions(symmetry=symmetry, threads=2)
+    gpu = run(GpuEngine(), model, options)
+    assert gpu.engine == "gpu"
+    assert summary(gpu) == summary(run(CompiledEngine(), model, options))
+
+
+MUTANT_CASES = [pytest.param(p, n, id=f"{p.stem}-{n}") for p in MUTANTS for n in (2, 3, 4)]
+
+
+@pytest.mark.parametrize(("path", "agents"), MUTANT_CASES)
+def test_mutant_matches_the_compiled_engine(path: Path, agents: int) -> None:
+    model = load(path, agents, tuple(parse_header(path).skip))
+    options = CheckOptions(stop_at_first=True, threads=2)  # the mutants verb's setting
+    gpu = run(GpuEngine(), model, options)
+    assert gpu.verdict == "fails"
+    assert summary(gpu) == summary(run(CompiledEngine(), model, options))
