@@ -110,11 +110,21 @@ def run(args: argparse.Namespace) -> int:
                 cache[key] = run_on_model(model, vt, max_states, args.core,
                                           witnesses=args.witness, progress=explored)
             res = cache[key]
+            if vt.polls() and ("poll", key) not in cache:
+                from coherence.litmus.poll import poll_spins
+                cache["poll", key] = poll_spins(model, vt, max_states, args.core)
+            spin = cache.get(("poll", key))
+            if spin is not None and spin.can_spin is None and worst == EXIT_HOLDS:
+                worst = EXIT_INCOMPLETE
             if res.errors or res.stuck:
                 worst = max(worst, EXIT_FAILS) if worst != EXIT_INCOMPLETE else worst
             if res.stopped and worst == EXIT_HOLDS:
                 worst = EXIT_INCOMPLETE
             rows.append(_row(args, model, test, v, res))
+            if spin is not None:
+                rows[-1]["poll_can_spin_forever"] = spin.can_spin
+                rows[-1]["poll_lasso"] = [s.render() for s in spin.lasso]
+                rows[-1]["poll_loop_start"] = spin.loop_start
         rep.update(f"{len(jobs)} program{'s' if len(jobs) != 1 else ''} run", done=len(jobs),
                    total=len(jobs))
         notes = [note] if (note := bound_note(args, any(r["stopped"] for r in rows))) else []
@@ -193,6 +203,27 @@ def _print(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
     for r in rows:
         if "witnesses" in r:
             _print_witnesses(out, r)
+    for r in rows:
+        if "poll_can_spin_forever" in r:
+            _print_poll(out, r)
+
+
+def _print_poll(out: Any, r: dict[str, Any]) -> None:
+    """Whether a fair run can leave the test's poll spinning forever (coherence.litmus.poll)."""
+    spin = r["poll_can_spin_forever"]
+    head = f"{r['test']} {r['variant']}: poll "
+    if spin is None:
+        out.print(head + "unknown (the search stopped)", markup=False)
+        return
+    if not spin:
+        out.print(head + "always ends: every fair run sees the value", markup=False)
+        return
+    out.print(head + "can spin forever: a fair run never sees the value", markup=False)
+    for i, text in enumerate(r["poll_lasso"], start=1):
+        if i == r["poll_loop_start"]:
+            out.print(f"  -- cycle: steps {i}..{len(r['poll_lasso'])} repeat forever --",
+                      markup=False)
+        out.print(text, markup=False)
 
 
 def _print_witnesses(out: Any, r: dict[str, Any]) -> None:

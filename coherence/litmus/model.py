@@ -56,6 +56,7 @@ class Step(NamedTuple):
     reg: int | None  # register slot a load writes
     before: bool = False  # pipelined core: every earlier step retires before this one issues
     after: bool = False  # pipelined core: no later step issues before this one retires
+    until: int | None = None  # a poll: when it retires with another value, it issues again
 
 
 CORES = ("blocking", "pipelined")
@@ -111,7 +112,8 @@ def _steps(test: Litmus, tid: int, ops: tuple[Op, ...], events: set[str],
         if op.kind == "load":
             event = "LoadStrong" if strong and "LoadStrong" in events else "Load"
             acquire = op.order == "acquire" and scoped
-            out.append(Step(event, line, None, regs[f"{tid}:{op.reg}"], carry, acquire))
+            out.append(Step(event, line, None, regs[f"{tid}:{op.reg}"], carry,
+                            acquire or op.until is not None, op.until))
             if acquire:
                 everywhere(("Acquire", "Fence"))
         else:
@@ -313,6 +315,7 @@ class _Runner:
                                    None)
             return
         _, pcs, pending, regs, mem = key
+        pcs_l = list(pcs)
         state: State = res.state
         regs_l, mem_l = list(regs), list(mem)
         for p in res.performs:
@@ -336,8 +339,13 @@ class _Runner:
                 if not self.cache.states[cidx].stable or (
                         step.reg is not None and regs_l[step.reg] == _NONE):
                     left.append(k)
+                elif step.until is not None and step.reg is not None and \
+                        regs_l[step.reg] != step.until:
+                    regs_l[step.reg] = _NONE  # a poll that saw another value: issue it again
+                    pcs_l[t] = k
             pending_l[t] = tuple(left)
-        out.append((act, (state, pcs, tuple(pending_l), tuple(regs_l), tuple(mem_l))))
+        out.append((act, (state, tuple(pcs_l), tuple(pending_l), tuple(regs_l),
+                          tuple(mem_l))))
 
 
 PROGRESS_STATES = 1024  # progress(states, frontier) is called once per this many states

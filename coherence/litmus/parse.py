@@ -8,6 +8,7 @@ Grammar (``//`` and ``/* */`` comments)::
                 ("thread" INT "{" op* "}")+
                 "exists" cond ";"
     op       := REG "=" "load" ann NAME ";" | "store" ann NAME (INT | REG) ";" | "fence" ann ";"
+              | REG "=" "poll" ann NAME "==" INT ";"    (load again until it returns INT)
     ann      := ("." ORDER)? ("." SCOPE)?
     cond     := conj ("||" conj)* ;  conj := unit ("&&" unit)*
     unit     := "!" unit | "(" cond ")" | (INT ":" REG | NAME) ("==" | "!=") INT
@@ -265,13 +266,21 @@ class _Parser:
             if reg.text in self.locations:
                 raise self.err(f"{reg.text!r} is a location, not a register", reg.span)
             self.expect("=")
-            self.expect("load")
+            poll = self.at("poll")
+            if poll:
+                self.next()
+            else:
+                self.expect("load")
             order, scope = self.annotation("load", ORDERS_LOAD)
             loc = self.location()
+            until = None
+            if poll:
+                self.expect("==")
+                until = self.value()
             self.expect(";")
-            return Op("load", loc, reg.text, None, order, scope, start.span)
-        raise self.err(f"expected 'REG = load', 'store' or 'fence', got {start.show()}",
-                       start.span)
+            return Op("load", loc, reg.text, None, order, scope, start.span, until)
+        raise self.err(f"expected 'REG = load', 'REG = poll', 'store' or 'fence', got "
+                       f"{start.show()}", start.span)
 
     # -------------------------------------------------------- conditions
 

@@ -37,11 +37,15 @@ class Op:
     order: str | None = None
     scope: str | None = None
     span: Span = _span()
+    # a poll (``r = poll x == V``): a load repeated until it returns V (liveness, issue 16)
+    until: int | None = None
 
     def text(self) -> str:
         ann = "".join(f".{a}" for a in (self.order, self.scope) if a)
         if self.kind == "fence":
             return f"fence{ann}"
+        if self.kind == "load" and self.until is not None:
+            return f"{self.reg} = poll{ann} {self.loc} == {self.until}"
         if self.kind == "load":
             return f"{self.reg} = load{ann} {self.loc}"
         return f"store{ann} {self.loc} {self.value}"
@@ -142,7 +146,13 @@ class Litmus:
         vals = [v for _, v in self.init] + [op.value for ops in self.threads for op in ops
                                             if op.kind == "store" and isinstance(op.value, int)]
         vals += [a.value for a in atoms(self.condition)]
+        vals += [op.until for ops in self.threads for op in ops if op.until is not None]
         return max([1, *vals])
+
+    def polls(self) -> list[tuple[int, int]]:
+        """(thread, index among its operations) of every poll."""
+        return [(t, k) for t, ops in enumerate(self.threads) for k, op in enumerate(ops)
+                if op.until is not None]
 
     def annotated(self) -> bool:
         return any(op.order is not None for ops in self.threads for op in ops)

@@ -25,6 +25,8 @@ def sc_outcomes(test: Litmus) -> set[Outcome]:
                 continue
             op = ops[pcs[t]]
             line = test.locations.index(op.loc or "")
+            if op.until is not None and mem[line] != op.until:
+                continue  # a poll that reads another value reads again: no new state
             new_rv, new_mem = list(rv), list(mem)
             if op.kind == "load":
                 new_rv[regs[f"{t}:{op.reg}"]] = mem[line]

@@ -33,7 +33,6 @@ import attrs
 from coherence import ir
 from coherence.layout import Layout
 from coherence.liveness.graph import (
-    UNFAIR,
     Graph,
     Reverse,
     backward_reachable,
@@ -44,9 +43,10 @@ from coherence.liveness.graph import (
     sccs,
     source,
 )
+from coherence.liveness.tasks import Tasks
 from coherence.memory import peak_rss_bytes
 from coherence.results import CheckOptions, Failure
-from coherence.semantics import Action, ModelError, Outcome, Semantics, State
+from coherence.semantics import ModelError, Outcome, Semantics, State
 from coherence.trace import Step, TraceReplayError, describe
 
 SYMMETRY_NOTE = ("liveness properties were checked on the state graph without symmetry "
@@ -99,40 +99,12 @@ def instances(model: ir.Model) -> list[Instance]:
     return out
 
 
-class _Tasks:
-    """Interns the fairness task of each outcome (NOTE(weak-fairness) in ``graph``): a
-    message's delivery is one task whichever transition takes it; a rule or event is one per
-    machine instance, transition and parameters. Unfair transitions perform no task."""
-
-    def __init__(self, model: ir.Model) -> None:
-        self.fair = {(m.name, t.index): t.weakly_fair for m in model.machines
-                     for t in m.transitions}
-        self.strong_transitions = {(m.name, t.index) for m in model.machines
-                                   for t in m.transitions if t.strong}
-        self.ids: dict[tuple, int] = {}
-        self.strong: set[int] = set()  # a task is strong if a strong transition performs it
-
-    def of(self, act: Action) -> int:
-        if not self.fair[act.machine, act.transition]:
-            return UNFAIR
-        if act.kind is ir.TransitionKind.MESSAGE:
-            key: tuple = ("msg", act.net, act.msg)
-        else:
-            key = (act.machine, act.agent, act.line, act.transition, act.params)
-        found = self.ids.get(key)
-        if found is None:
-            found = self.ids[key] = len(self.ids)
-        if (act.machine, act.transition) in self.strong_transitions:
-            self.strong.add(found)
-        return found
-
-
 def check_liveness(model: ir.Model, options: CheckOptions) -> LivenessResult:
     start = time.perf_counter()
     sem = Semantics(model)
     layout = Layout(model)
     insts = instances(model)
-    tasks = _Tasks(model)
+    tasks = Tasks(model)
     built = _build(sem, layout, insts, tasks, options, start)
     g = built.graph
     failures: list[Failure] = []
@@ -159,7 +131,7 @@ def check_liveness(model: ir.Model, options: CheckOptions) -> LivenessResult:
                           [p.name for p in model.liveness])
 
 
-def _build(sem: Semantics, layout: Layout, insts: list[Instance], tasks: _Tasks,
+def _build(sem: Semantics, layout: Layout, insts: list[Instance], tasks: Tasks,
            options: CheckOptions, start: float) -> _Built:
     tests: list[tuple[Instance, Callable | None, Callable]] = []
     for inst in insts:
@@ -323,7 +295,7 @@ class _Replay:
     """Numbered steps for a path of stored states and edges, choosing at each edge the action
     that performs that edge's task (so the cycle shown is the fair one)."""
 
-    def __init__(self, sem: Semantics, layout: Layout, built: _Built, tasks: _Tasks) -> None:
+    def __init__(self, sem: Semantics, layout: Layout, built: _Built, tasks: Tasks) -> None:
         self.sem = sem
         self.layout = layout
         self.built = built
