@@ -20,7 +20,7 @@ from collections.abc import Callable
 import attrs
 
 from coherence import ir
-from coherence.litmus.model import DEFAULT_CORE, _Runner, _check_fit
+from coherence.litmus.model import DEFAULT_CORE, _check_fit, _Runner
 from coherence.litmus.program import Litmus
 from coherence.liveness.graph import Graph, fair_cycle, fair_sets, path_within, source
 from coherence.liveness.tasks import Tasks
