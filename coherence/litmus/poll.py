@@ -5,11 +5,12 @@ A litmus poll (``r0 = poll x == 1``) is a load issued again each time it returns
 poll that can spin forever is a cycle of the program's state graph. It is a real one when a
 *fair* run can stay in it: the protocol's messages and rules are fair as in
 ``coherence check --liveness`` (``coherence.liveness``), and every thread keeps issuing its
-next operation (strongly fair: it issues at last if its cache lets it again and again). The graph is built over the runner's nodes (protocol state, program counters,
-outstanding operations, registers, memory) with each edge's fairness task, then searched for a
-fair set of nodes where some poll has not yet seen its value (``graph.fair_sets``). The literal
-broadcast scheme's stale copy (an invalidation dropped in IS_D) is such a set: the reader hits
-its own copy of the old value forever.
+next operation (strongly fair: it issues at last if its cache lets it again and again). The
+graph is built over the runner's nodes (protocol state, program counters, outstanding
+operations, registers, memory) with each edge's fairness task, then searched for a fair set of
+nodes where some poll has not yet seen its value (``graph.fair_sets``). The literal broadcast
+scheme's stale copy (an invalidation dropped in IS_D) is such a set: the reader hits its own
+copy of the old value forever.
 """
 
 from __future__ import annotations
