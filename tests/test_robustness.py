@@ -258,7 +258,9 @@ def test_mutants_with_bad_headers(content: bytes, message: str, tmp_path: Path,
     ["prove", str(SPEC), "--agents", "0", "--bmc", "1"],
     ["diagram", str(SPEC), "--kind", "states", "--out", "/tmp", "--max-nodes", "0"],
     ["fuzz", str(SPEC), "--budget", "0"],
-    ["litmus", str(SPEC), "MP", "--max-states", "0"],
+    ["litmus", str(SPEC), "MP", "--max-states", "-1"],  # 0: no bound (docs/progress.md)
+    ["check", str(SPEC), "--progress-every", "-1"],
+    ["litmus", str(SPEC), "MP", "--progress-every", "nan"],
     ["mutants", "specs/mutants", "--agents", "9"],
 ])
 def test_numeric_options_are_range_checked(argv: list[str],
