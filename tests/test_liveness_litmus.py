@@ -76,3 +76,23 @@ def test_litmus_verb_reports_the_spin(capsys: pytest.CaptureFixture[str]) -> Non
     assert row["poll_can_spin_forever"] is True and row["poll_loop_start"] == 6
     main(["litmus", spec, str(POLL), "-V", "as-written"])
     assert "poll can spin forever" in capsys.readouterr().out
+
+
+def test_gpu_poll_kernels_use_each_load_kind() -> None:
+    from coherence.hw.poll import LOADS, kernel_source
+    for kind, ptx in LOADS.items():
+        src = kernel_source(kind)
+        reader = src.split("// writer")[0]
+        assert reader.count(ptx) == 2  # the warming load and the poll itself
+        assert "st.relaxed.gpu.global.u32" in src and "%%smid" in src
+
+
+def test_gpu_poll_runs_where_there_is_a_gpu() -> None:
+    cp = pytest.importorskip("cupy")
+    try:
+        cp.cuda.runtime.getDeviceCount()
+    except Exception:
+        pytest.skip("no CUDA device")
+    from coherence.hw.poll import run_poll
+    res = run_poll("relaxed", launches=1, budget=1 << 16, pairs=8)
+    assert res.seen + res.spun_out == 8 and res.seen >= 1

@@ -73,6 +73,18 @@ def add_args(p: argparse.ArgumentParser) -> None:
     b.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     add_progress_args(b)
     b.set_defaults(run=bench)
+    pl = sub.add_parser("poll", help="can a poll miss another SM's store? plain, volatile and "
+                        "relaxed polls with a poll budget (issue 16)",
+                        description="can a poll miss another SM's store? plain, volatile and "
+                        "relaxed polls with a poll budget (issue 16)")
+    pl.add_argument("--launches", type=positive_int, default=10,
+                    help="launches per load kind (default: 10)")
+    pl.add_argument("--budget", type=positive_int, default=1 << 20,
+                    help="loads a poll may issue before it gives up (default: 1048576)")
+    pl.add_argument("--out", type=output_file, metavar="FILE",
+                    help="results JSON (default: results/poll-DATE.json)")
+    pl.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    pl.set_defaults(run=poll)
 
 
 def run(args: argparse.Namespace) -> int:  # replaced by the action's function
@@ -214,5 +226,25 @@ def bench(args: argparse.Namespace) -> int:
         print(f"{k:24} {v['value']} {v['unit']}   ({v['how']})")
     for n in doc["notes"]:
         print(f"note: {n}")
+    print(f"wrote {path}")
+    return EXIT_HOLDS
+
+
+def poll(args: argparse.Namespace) -> int:
+    _need_cupy()
+    from coherence.hw.harness import HwOptions, provenance
+    from coherence.hw.poll import LOADS, run_poll
+
+    rows = [run_poll(kind, args.launches, args.budget).to_json() for kind in LOADS]
+    doc = {"schema": 1, "tool": "coherence hw poll", "provenance": provenance(HwOptions()),
+           "results": rows}
+    path = _write(args.out, time.strftime("results/poll-%Y%m%d-%H%M%S.json"), doc)
+    if args.json:
+        emit_json({"results_file": path, **doc})
+        return EXIT_HOLDS
+    for r in rows:
+        print(f"{r['kind']:9} {r['ptx']:28} seen {r['seen']:,}, spun out {r['spun_out']:,} "
+              f"({r['spun_out_distinct_sm']:,} across SMs) of {r['pairs'] * r['launches']:,} "
+              f"polls; median {r['median_iterations']} loads, max {r['max_iterations']}")
     print(f"wrote {path}")
     return EXIT_HOLDS
