@@ -100,7 +100,12 @@ def protocol_test(spec: str | Path | ir.Model, *, max_examples: int = DEFAULT_BU
         raise ValueError(f"oracle must be one of {', '.join(ORACLES)}, not {oracle!r}")
     if shrink not in SHRINKERS:
         raise ValueError(f"shrink must be one of {', '.join(SHRINKERS)}, not {shrink!r}")
-    spec = _beside_caller(spec, inspect.stack()[1].filename)
+    frame = inspect.currentframe()
+    caller = frame.f_back if frame is not None else None  # the test file calling this
+    caller_file = caller.f_code.co_filename if caller is not None else "."
+    caller_module = caller.f_globals.get("__name__", __name__) if caller is not None else __name__
+    del frame, caller
+    spec = _beside_caller(spec, caller_file)
     model = load_model(spec, agents=agents, lines=lines, values=values, params=params,
                        skip=skip)
     skipped = list(skip)
@@ -132,5 +137,5 @@ def protocol_test(spec: str | Path | ir.Model, *, max_examples: int = DEFAULT_BU
     name = "".join(c if c.isalnum() else "_" for c in Path(model.file).stem.title())
     case: Any = type(f"Test{name}", (unittest.TestCase,), {
         "test_random_runs": test_random_runs, "model": model, "last_result": None,
-        "__module__": inspect.stack()[1].frame.f_globals.get("__name__", __name__)})
+        "__module__": caller_module})
     return cast("type[unittest.TestCase]", case)
