@@ -289,3 +289,14 @@ def test_graph_algorithms_match_brute_force(case: tuple[int, list, set[int]]) ->
         taken = {g.task[e] for e in cycle}
         assert set.intersection(*[g.fair_tasks(s) for s in states]) - g.strong <= taken
         assert set.union(*[g.fair_tasks(s) for s in states]) & g.strong <= taken
+
+
+def test_bench_measures_liveness_beside_safety_in_fresh_processes() -> None:
+    from coherence.liveness.bench import measure_case
+    row = measure_case("acked:2", 120)
+    runs = row["runs"]
+    assert runs["liveness"]["states"] == runs["safety-no-symmetry"]["states"] == 262
+    assert runs["safety-symmetry"]["states"] == 138
+    assert runs["liveness"]["edges"] > runs["liveness"]["states"]
+    assert all(m["peak_rss_bytes"] > 0 and m["verdict"] == "holds" for m in runs.values())
+    assert row["time_ratio_vs_symmetry"] is not None

@@ -17,6 +17,7 @@ BENCHES: dict[str, str] = {
     "check": "coherence.commands.bench_check",
     "engines": "coherence.engines.bench",
     "fuzz": "coherence.commands.bench_fuzz",
+    "liveness": "coherence.commands.bench_liveness",
     "prove": "coherence.commands.bench_prove",
 }
 

@@ -164,9 +164,11 @@ def _build(sem: Semantics, layout: Layout, insts: list[Instance], tasks: Tasks,
         for inst, premise, goal in tests:
             name = inst.prop.name
             try:
-                inst.goal.append(goal(state, inst.line, inst.values))
+                reached = goal(state, inst.line, inst.values)
+                inst.goal.append(reached)
+                # P matters only where Q does not hold (a violation starts at P and not Q)
                 inst.premise.append(premise(state, inst.line, inst.values)
-                                    if premise is not None else 0)
+                                    if premise is not None and not reached else 0)
             except ModelError as err:
                 inst.goal.append(0)
                 inst.premise.append(0)
