@@ -32,7 +32,8 @@ READY_SPINS = 1 << 22
 
 
 def kernel_source(kind: str) -> str:
-    """One kernel: blocks [0, pairs) are readers, [pairs, 2 * pairs) writers, lane 0 each."""
+    """One kernel: blocks [0, pairs) are readers, [pairs, 2 * pairs) writers, lane 0 each
+    (``%%`` is a literal ``%`` in inline PTX)."""
     ld = LOADS[kind]
     return f"""
 extern "C" __global__ void poll_test(unsigned int* flags, unsigned int* ready,
@@ -58,7 +59,8 @@ extern "C" __global__ void poll_test(unsigned int* flags, unsigned int* ready,
     iters[b] = n;
     smids[b] = smid;
   }} else if (b < 2 * pairs) {{           // writer
-    unsigned int i = b - pairs;
+    // reader i's writer is half the grid away, so that the two sit on different SMs
+    unsigned int i = (b - pairs + pairs / 2) % pairs;
     unsigned int r = 0;
     for (unsigned int k = 0; k < {READY_SPINS}u && r == 0u; k++)
       asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(r)
