@@ -219,6 +219,19 @@ def test_prove_reports_each_depth(argv: list[str], done_total: tuple[int, int],
     assert recs[0]["bounds"]["rlimit"] == 50000000
 
 
+def test_prove_for_every_n_reports_each_obligation(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc, recs = run_verb(["prove", str(SPECS / "gpu_write_through.coh"), "--agents", "any",
+                                "--skip", "coherent", "--rlimit", "2000000"], capsys)
+    assert_stream(recs, "coherence prove", code)
+    assert recs[0]["bounds"] == {"timeout": None, "rlimit": 2000000} and recs[0]["params"] == {}
+    steps = [r for r in recs if r["type"] == "progress"]
+    total = steps[0]["total"]
+    assert total > 10 and all(r["total"] == total for r in steps)
+    assert [r["done"] for r in steps[:total]] == list(range(total))  # one per obligation
+    assert all(r["message"].startswith("obligation ") for r in steps[:total])
+    assert recs[-1]["verdict"] == doc["verdict"]
+
+
 def test_fuzz_reports_runs(capsys: pytest.CaptureFixture[str]) -> None:
     code, doc, recs = run_verb(["fuzz", MSI, "--budget", "5", "--steps", "5"], capsys)
     runs_done = doc["stats"]["examples"]  # Hypothesis may try a few runs beyond the budget
