@@ -1,54 +1,68 @@
-"""Running litmus tests on a real GPU (CuPy). The only module that imports cupy for litmus.
+"""Running litmus tests on a real GPU (CuPy): the persistent-kernel harness. With ``link``,
+the only modules that import cupy for litmus.
 
-One launch runs ``instances`` copies of a test; roles are spread over the grid by a random
-permutation and the locations over a large buffer, both redrawn every launch. Results are
-histograms of outcomes (registers in ``Litmus.registers()`` order, then final memory),
-split by whether the instance's roles ran on distinct SMs.
+Per test variant one module is compiled (``cuda_gen``); per environment
+(``coherence.hw.environments``) it is launched again and again for a time budget. Each launch
+runs ``iters`` iterations of every instance on the whole GPU and adds to one histogram on the
+GPU; the host only redraws the role placement (while the kernel runs), times the launch and
+sizes the next. Results are histograms of outcomes (registers in ``Litmus.registers()`` order,
+then final memory), split by whether the instance's roles ran on distinct SMs.
 """
 
 from __future__ import annotations
 
 import shutil
 import subprocess
-import tempfile
 import time
-from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from coherence.hw import cuda_gen, sass
+from coherence.hw.environments import Environment
+from coherence.hw.outcomes import codec
+from coherence.hw.plan import Grid, assign_roles, blocks_per_sm, grid, next_iterations
 from coherence.litmus.program import Litmus
 
 
 @attrs.define
-class HwOptions:
-    launches: int = 20
-    blocks_per_sm: int = 2
+class RunOptions:
+    seconds: float = 1.0  # per variant and environment
     threads_per_block: int = 256
-    test_fraction: float = 0.5  # of grid threads that run instances; the rest stress
-    stress_iters: int = 64
-    stress_slots: int = 4096
-    loc_spread: int = 8  # location slots per location needed (randomised placement)
+    spread: int = 4  # slots per location in an instance's region
     seed: int = 1
     arch: str = "sm_90"
+    launch_seconds: float = 0.1  # aimed length of one launch
+    timeout_ms: float = 500.0  # a barrier wait longer than this ends the role's launch
+    first_iterations: int = 16  # the first launch's, to time one iteration
 
 
 @attrs.define
-class VariantResult:
+class EnvResult:
     test: str
     variant: str
+    environment: str
     instances: int
     distinct_sm: dict[str, int]
     shared_sm: dict[str, int]
+    overflow: int
     timeouts: int
+    launches: int
+    iterations: int
+    grid_instances: int
     seconds: float
+    kernel_seconds: float
     sass: dict[str, Any]
     ptx: list[list[str]]
 
+    @property
+    def instances_per_s(self) -> float:
+        return self.instances / self.seconds if self.seconds else 0.0
+
     def to_json(self) -> dict[str, Any]:
-        return attrs.asdict(self)
+        return {**attrs.asdict(self), "instances_per_s": round(self.instances_per_s)}
 
 
 def compile_variant(test: Litmus, arch: str, workdir: Path) -> tuple[Path | None, dict[str, Any]]:
@@ -77,7 +91,7 @@ def compile_variant(test: Litmus, arch: str, workdir: Path) -> tuple[Path | None
     return cubin, {"checked": True, "functions": sass.functions(text)}
 
 
-def _load(cubin: Path | None, info: dict[str, Any]) -> Any:
+def load_module(cubin: Path | None, info: dict[str, Any]) -> Any:
     import cupy as cp
 
     if cubin is None:
@@ -101,88 +115,96 @@ def sass_report(test: Litmus, info: dict[str, Any]) -> dict[str, Any]:
     return {"checked": True, "ok": all(r["ok"] for r in roles), "roles": roles}
 
 
-def run_variant(test: Litmus, options: HwOptions, progress: Any = None,
-                built: tuple[Path | None, dict[str, Any]] | None = None) -> VariantResult:
+def resident_blocks(kernel: Any, threads_per_block: int) -> int:
+    """Blocks per SM that stay resident together: the smaller of our own count from the
+    kernel's registers and shared memory and, where CuPy offers it, the driver's."""
+    ours = blocks_per_sm(threads_per_block, int(kernel.num_regs),
+                         int(kernel.shared_size_bytes))
+    try:
+        import cupy as cp
+
+        theirs = int(cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
+            kernel.kernel.ptr, threads_per_block, 0))
+        return max(1, min(ours, theirs))
+    except Exception:  # an older CuPy: our count alone
+        return max(1, ours)
+
+
+def run_environment(test: Litmus, kernel: Any, env: Environment, options: RunOptions,
+                    sass_info: dict[str, Any],
+                    progress: Callable[[float, float], None] | None = None) -> EnvResult:
+    """Launch the variant's kernel for ``options.seconds`` in one environment."""
     import cupy as cp
     import numpy as np
 
-    with tempfile.TemporaryDirectory() as tmp:
-        cubin, info = built or compile_variant(test, options.arch, Path(tmp))
-        kernel = _load(cubin, info).get_function("litmus_test")
-    dev = cp.cuda.Device()
-    sms = dev.attributes["MultiProcessorCount"]
     nt, nl = len(test.threads), len(test.locations)
-    blocks = sms * options.blocks_per_sm
-    total = blocks * options.threads_per_block
-    instances = int(total * options.test_fraction) // nt
-    slots = instances * nl * options.loc_spread
+    c = codec(test)
+    dev = cp.cuda.Device()
+    sms = int(dev.attributes["MultiProcessorCount"])
+    g: Grid = grid(sms, resident_blocks(kernel, options.threads_per_block),
+                   options.threads_per_block, nt, env.test_fraction)
     rng = np.random.default_rng(options.seed)
-    mem = cp.zeros(slots * cuda_gen.LOC_STRIDE, dtype=cp.uint32)
-    stress = cp.zeros(options.stress_slots * cuda_gen.STRESS_STRIDE, dtype=cp.uint32)
-    barrier = cp.zeros(instances, dtype=cp.uint32)
-    out_regs = cp.zeros((instances * nt, 4), dtype=cp.uint32)
-    out_smid = cp.zeros(instances * nt, dtype=cp.uint32)
-    reg_pos = [(t, [op.reg for op in ops if op.kind == "load"].index(op.reg))
-               for t, ops in enumerate(test.threads) for op in ops if op.kind == "load"]
-    init = [test.initial(loc) for loc in test.locations]
-    distinct: Counter[tuple[int, ...]] = Counter()
-    shared: Counter[tuple[int, ...]] = Counter()
-    timeouts = 0
-    started = time.perf_counter()
-    for launch in range(options.launches):
-        perm = rng.permutation(total)
-        inst_of = np.full(total, -1, dtype=np.int32)
-        role_of = np.zeros(total, dtype=np.int32)
-        used = perm[: instances * nt]
-        inst_of[used] = np.repeat(np.arange(instances, dtype=np.int32), nt)
-        role_of[used] = np.tile(np.arange(nt, dtype=np.int32), instances)
-        chosen = rng.choice(slots, size=instances * nl, replace=False).astype(np.uint32)
-        locs = np.zeros((instances, cuda_gen.MAX_LOCS), dtype=np.uint32)
-        locs[:, :nl] = chosen.reshape(instances, nl) * cuda_gen.LOC_STRIDE
-        mem.fill(0)
-        barrier.fill(0)
-        locs_d = cp.asarray(locs)
-        for k, v in enumerate(init):
-            if v:
-                mem[locs_d[:, k]] = v
-        kernel((blocks,), (options.threads_per_block,),
-               (mem, locs_d, cp.asarray(inst_of), cp.asarray(role_of), out_regs, out_smid,
-                barrier, stress, np.int32(options.stress_iters),
-                np.int32(options.stress_slots), np.uint32(options.seed * 7919 + launch)))
-        regs = out_regs.reshape(instances, nt, 4).get()
-        smid = out_smid.reshape(instances, nt).get()
-        final = mem[locs_d[:, :nl]].get() if nl else np.zeros((instances, 0), np.uint32)
-        cols = [regs[:, t, k] for t, k in reg_pos] + [final[:, k] for k in range(nl)]
-        table = np.stack(cols, axis=1).astype(np.int64)
-        bad = (smid & 0x80000000).any(axis=1)
-        timeouts += int(bad.sum())
-        ids = smid & 0xFFFF
-        srt = np.sort(ids, axis=1)
-        all_distinct = (np.diff(srt, axis=1) != 0).all(axis=1) if nt > 1 else np.ones(
-            instances, bool)
-        for mask, counter in ((all_distinct & ~bad, distinct), (~all_distinct & ~bad, shared)):
-            if mask.any():
-                rows, counts = np.unique(table[mask], axis=0, return_counts=True)
-                for row, c in zip(rows, counts, strict=True):
-                    counter[tuple(int(x) for x in row)] += int(c)
+    mem = cp.zeros(g.instances * nl * options.spread * cuda_gen.LOC_STRIDE, dtype=cp.uint32)
+    regs = cp.zeros(g.instances * nt * 4, dtype=cp.uint32)
+    bar = cp.zeros(g.instances, dtype=cp.uint32)
+    smids = cp.zeros(g.instances * nt, dtype=cp.uint32)
+    hist = cp.zeros(2 * c.size, dtype=cp.uint64)
+    counters = cp.zeros(4, dtype=cp.uint32)
+    stress = cp.zeros((max(env.stress_lines, 1) + 1) * cuda_gen.STRESS_STRIDE, dtype=cp.uint32)
+    timeout_ns = np.uint64(options.timeout_ms * 1e6)
+    iters = options.first_iterations
+    it0 = 0
+    launches = timeouts = iterations = 0
+    kernel_ms = 0.0
+    start = time.perf_counter()
+    placement = assign_roles(rng, g)
+    while True:
+        inst_of, role_of = (cp.asarray(a) for a in placement)
+        bar.fill(0)
+        counters.fill(0)
+        a, b = cp.cuda.Event(), cp.cuda.Event()
+        a.record()
+        kernel((g.blocks,), (g.threads_per_block,),
+               (mem, inst_of, role_of, regs, bar, smids, hist, counters, stress,
+                np.int32(iters), np.uint32((options.seed * 2654435761 + launches) & 0xFFFFFFFF),
+                np.uint32(it0 & 0xFFFFFFFF), np.uint32(options.spread), np.int32(g.instances),
+                np.int32(env.stress_lines), np.int32(env.stress_iters),
+                np.int32(env.pre_stress if env.stress_lines else 0),
+                np.int32(env.jitter_cycles), timeout_ns,
+                np.uint64(max(10.0, 20 * options.launch_seconds) * 1e9)))
+        b.record()
+        placement = assign_roles(rng, g)  # the next launch's, while this one runs
+        b.synchronize()
+        ms = cp.cuda.get_elapsed_time(a, b)
+        kernel_ms += ms
+        launches += 1
+        iterations += iters
+        it0 += iters
+        timeouts += int(counters[1].get())
+        elapsed = time.perf_counter() - start
         if progress is not None:
-            progress(launch + 1, options.launches)
-    seconds = time.perf_counter() - started
-    names = test.outcome_names()
-
-    def enc(c: Counter[tuple[int, ...]]) -> dict[str, int]:
-        return {" ".join(f"{n}={v}" for n, v in zip(names, k, strict=True)): n_
-                for k, n_ in sorted(c.items())}
-
-    return VariantResult(
-        test=test.name, variant=test.variant,
-        instances=sum(distinct.values()) + sum(shared.values()),
-        distinct_sm=enc(distinct), shared_sm=enc(shared), timeouts=timeouts,
-        seconds=round(seconds, 3), sass=sass_report(test, info),
+            progress(min(elapsed, options.seconds), options.seconds)
+        if elapsed >= options.seconds:
+            break
+        iters = next_iterations(iters, ms, options.launch_seconds, options.seconds - elapsed)
+    seconds = time.perf_counter() - start
+    counts = hist.get().tolist()
+    distinct, over_d = c.histogram(counts[: c.size])
+    shared, over_s = c.histogram(counts[c.size:])
+    return EnvResult(
+        test=test.name, variant=test.variant, environment=env.name,
+        instances=int(sum(counts)), distinct_sm=distinct, shared_sm=shared,
+        overflow=over_d + over_s, timeouts=timeouts, launches=launches, iterations=iterations,
+        grid_instances=g.instances, seconds=round(seconds, 3),
+        kernel_seconds=round(kernel_ms / 1000, 3), sass=sass_report(test, sass_info),
         ptx=[[cuda_gen.ptx_of(op) for op in ops] for ops in test.threads])
 
 
-def provenance(options: HwOptions) -> dict[str, Any]:
+def get_kernel(built: tuple[Path | None, dict[str, Any]]) -> Any:
+    return load_module(*built).get_function("litmus_persistent")
+
+
+def provenance(options: dict[str, Any]) -> dict[str, Any]:
     import cupy as cp
 
     dev = cp.cuda.Device()
@@ -202,6 +224,6 @@ def provenance(options: HwOptions) -> dict[str, Any]:
         "cuda_runtime_version": cp.cuda.runtime.runtimeGetVersion(),
         "nvcc": nvcc_version,
         "cupy": cp.__version__,
-        "options": attrs.asdict(options),
+        "options": options,
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
