@@ -39,7 +39,7 @@ def test_kernel_source_has_roles_probes_barrier_and_warmup() -> None:
     src = cuda_gen.kernel_source(apply_variant(find_test("MP+cached"), "relaxed.gpu"))
     assert src.count("__device__ __forceinline__ uint4 role") == 2
     assert "probe_role0" in src and "probe_role1" in src
-    assert "atomicAdd(&barrier[inst], 1u)" in src
+    assert "co_barrier(&bar[inst], ++epoch * NT, timeout_ns)" in src
     assert 'if (role == 1) { unsigned int w; asm volatile("ld.global.ca.u32' in src
     assert '"st.relaxed.gpu.global.u32 [%0], %1;" :: "l"(l0), "r"(1u)' in src
     dep = cuda_gen.kernel_source(apply_variant(find_test("LB+data"), "weak"))
@@ -113,8 +113,8 @@ def test_report_from_synthetic_results(tmp_path: Path) -> None:
     assert r["models"]["broadcast_invalidate_acked"]["forbidden_observed"] == [
         "1:r0=1 1:r1=0 x=1 y=1"]
     md = markdown(table, doc["provenance"], "blocking")
-    assert "| MP+cached | weak | 100 | 7 | 7.00e-02 | allows; consistent | forbids; **REFUTED**" \
-        in md
+    assert ("| MP+cached | weak | - | 100 | 7 | 7.00e-02 | allows; consistent | "
+            "forbids; **REFUTED**") in md
     path = tmp_path / "r.json"
     path.write_text(json.dumps(doc))
     pytest.importorskip("matplotlib")
@@ -151,5 +151,7 @@ def test_hw_run_without_gpu_is_a_clean_error(capsys: pytest.CaptureFixture[str])
         pytest.skip("CuPy is installed here")
     except ImportError:
         pass
-    assert main(["hw", "run", "MP", "--launches", "1"]) == 2
+    assert main(["hw", "run", "MP", "--seconds", "0.1"]) == 2
+    assert "needs CuPy" in capsys.readouterr().err
+    assert main(["hw", "run", "MP", "--place", "cpu-gpu"]) == 2
     assert "needs CuPy" in capsys.readouterr().err

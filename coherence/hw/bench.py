@@ -3,6 +3,9 @@ harness).
 
 * copy bandwidth: device memory (device-to-device copy), host link (pinned host to device
   and back), peer-to-peer (every ordered pair of GPUs with peer access);
+* flags: the one-way time for a flag between two GPUs (peer memory) and between a GPU and a
+  host thread (mapped pinned memory), by ping-pong; on one GPU the peer figures say
+  "not run: 1 GPU";
 * latency: dependent pointer chasing (one thread, each load's address from the previous
   load, a random cycle of 128-byte lines) in an L1-sized, an L2-sized and a DRAM-sized
   array, and the one-way time for a flag written by one SM to be seen by another (ping-pong
@@ -18,6 +21,8 @@ import contextlib
 import statistics
 from collections.abc import Callable
 from typing import Any
+
+from coherence.hw.placement import peer_pairs
 
 # The seed (seed/000_a90ad56f49733ada.txt, sections 1, 2.1 and 3.2) claims, for NVLink:
 SEED_CLAIMS = {
@@ -64,6 +69,104 @@ extern "C" __global__ void pingpong(unsigned int* flags, int iters, unsigned int
 """
 
 
+def _enable_peer(i: int, j: int) -> None:
+    import cupy as cp
+
+    with cp.cuda.Device(i), contextlib.suppress(cp.cuda.runtime.CUDARuntimeError):
+        cp.cuda.runtime.deviceEnablePeerAccess(j)  # fails if already on
+
+
+def _peer(pairs: list[tuple[int, int]], repeats: int, scale: int) -> dict[str, Any]:
+    """cudaMemcpyPeer bandwidth and a one-way flag time (ping on GPU i, pong on GPU j, flags
+    in j's memory) for every ordered pair of GPUs with peer access."""
+    import cupy as cp
+    import numpy as np
+
+    from coherence.hw.link_gen import ping_cuda_source
+
+    copies: dict[str, float] = {}
+    flags: dict[str, float] = {}
+    p = (256 << 20) // scale
+    iters = 20_000 // scale
+    src = ping_cuda_source()
+    for i, j in pairs:
+        _enable_peer(i, j)
+        _enable_peer(j, i)
+        with cp.cuda.Device(i):
+            a = cp.ones(p, dtype=cp.uint8)
+        with cp.cuda.Device(j):
+            b = cp.empty(p, dtype=cp.uint8)
+            box = cp.zeros(64, dtype=cp.uint32)  # ping at 0, pong at 32: two lines of j
+            pong = cp.RawModule(code=src).get_function("link_pong")
+            failed_j = cp.zeros(1, dtype=cp.uint32)
+        with cp.cuda.Device(i):
+            def peer_copy(a: Any = a, b: Any = b, i: int = i, j: int = j) -> None:
+                cp.cuda.runtime.memcpyPeer(b.data.ptr, j, a.data.ptr, i, p)
+            copies[f"{i}->{j}"] = round(p / _time(peer_copy, repeats) / 1e6, 1)
+            ping = cp.RawModule(code=src).get_function("link_ping")
+            failed_i = cp.zeros(1, dtype=cp.uint32)
+            t0, t1 = cp.cuda.Event(), cp.cuda.Event()
+        ptr = box.data.ptr
+        with cp.cuda.Device(j):
+            pong((1,), (1,), (np.uint64(ptr), np.uint64(ptr + 128), np.int32(iters),
+                              np.uint64(5 * 10**9), failed_j))
+        with cp.cuda.Device(i):
+            t0.record()
+            ping((1,), (1,), (np.uint64(ptr), np.uint64(ptr + 128), np.int32(iters),
+                              np.uint64(5 * 10**9), failed_i))
+            t1.record()
+            t1.synchronize()
+        with cp.cuda.Device(j):
+            cp.cuda.Device(j).synchronize()
+        if int(failed_i.get()[0]) or int(failed_j.get()[0]):
+            flags[f"{i}->{j}"] = float("nan")
+        else:
+            flags[f"{i}->{j}"] = round(cp.cuda.get_elapsed_time(t0, t1) * 1e6 / (2 * iters), 1)
+        del a, b
+    return {"peer_copy_GBps": {"value": copies, "unit": "GB/s",
+                               "how": f"cudaMemcpyPeer of {p >> 20} MiB per ordered pair"},
+            "peer_flag_one_way_ns": {"value": flags, "unit": "ns",
+                                     "how": f"ping-pong of release/acquire.sys flags in the "
+                                            f"second GPU's memory, {iters} round trips, "
+                                            "round trip / 2"}}
+
+
+def _host_flag(iters: int) -> dict[str, Any]:
+    """One-way flag time across the host link: a GPU thread and a host thread (the C helper)
+    ping-pong through two lines of mapped pinned host memory."""
+    import ctypes
+
+    import cupy as cp
+    import numpy as np
+
+    from coherence.hw.cbuild import build_shared
+    from coherence.hw.link_gen import ping_c_source, ping_cuda_source
+
+    lib = ctypes.CDLL(str(build_shared(ping_c_source())))
+    lib.co_pingpong.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64]
+    lib.co_pingpong.restype = ctypes.c_int
+    ptr = cp.cuda.runtime.hostAlloc(256, 3)  # portable | mapped
+    try:
+        ctypes.memset(ptr, 0, 256)
+        ping = cp.RawModule(code=ping_cuda_source()).get_function("link_ping")
+        failed = cp.zeros(1, dtype=cp.uint32)
+        t0, t1 = cp.cuda.Event(), cp.cuda.Event()
+        t0.record()
+        ping((1,), (1,), (np.uint64(ptr), np.uint64(ptr + 128), np.int32(iters),
+                          np.uint64(5 * 10**9), failed))
+        t1.record()
+        rc = lib.co_pingpong(ptr, ptr + 128, iters, 5 * 10**9)
+        t1.synchronize()
+        if rc != 0 or int(failed.get()[0]):
+            return {"value": None, "unit": "ns", "how": "timed out"}
+        ms = cp.cuda.get_elapsed_time(t0, t1)
+    finally:
+        cp.cuda.runtime.freeHost(ptr)
+    return {"value": round(ms * 1e6 / (2 * iters), 1), "unit": "ns",
+            "how": f"ping-pong of release/acquire.sys flags between a GPU thread and a host "
+                   f"thread in mapped pinned host memory, {iters} round trips, round trip / 2"}
+
+
 def _time(fn: Any, repeats: int) -> float:
     """Median milliseconds of ``fn()`` between two CUDA events."""
     import cupy as cp
@@ -89,7 +192,7 @@ def _cycle(n_lines: int, stride: int) -> Any:
     return nxt
 
 
-MEASUREMENTS = 7  # device copy, host link, peer copies, 3 latencies, flag latency
+MEASUREMENTS = 8  # device copy, host link, peers, 3 latencies, flag latency, host-link flag
 
 
 def bench(repeats: int = 5, quick: bool = False,
@@ -126,30 +229,17 @@ def bench(repeats: int = 5, quick: bool = False,
     fig["device_to_host_GBps"] = {"value": round(h / ms_d2h / 1e6, 1), "unit": "GB/s",
                                   "how": f"device to pinned host, {h >> 20} MiB"}
     del dev
-    say(2, "peer-to-peer copies")
-    # ---- peer to peer
+    say(2, "peer-to-peer copies and flags")
+    # ---- peer to peer: copies and one-way flag latency between GPUs
     ngpu = cp.cuda.runtime.getDeviceCount()
-    if ngpu < 2:
-        out["notes"].append("peer-to-peer: not measured, this machine has one GPU")
+    peer = [[i == j or bool(cp.cuda.runtime.deviceCanAccessPeer(i, j)) for j in range(ngpu)]
+            for i in range(ngpu)]
+    pairs, why = peer_pairs(peer)
+    if why:
+        for key, unit in (("peer_copy_GBps", "GB/s"), ("peer_flag_one_way_ns", "ns")):
+            fig[key] = {"value": None, "unit": unit, "how": why}
     else:
-        peers = {}
-        p = (256 << 20) // scale
-        for i in range(ngpu):
-            for j in range(ngpu):
-                if i == j or not cp.cuda.runtime.deviceCanAccessPeer(i, j):
-                    continue
-                with cp.cuda.Device(i):
-                    with contextlib.suppress(cp.cuda.runtime.CUDARuntimeError):
-                        cp.cuda.runtime.deviceEnablePeerAccess(j)  # fails if already on
-                    a = cp.ones(p, dtype=cp.uint8)
-                with cp.cuda.Device(j):
-                    b = cp.empty(p, dtype=cp.uint8)
-                with cp.cuda.Device(i):
-                    def peer_copy(a: Any = a, b: Any = b, i: int = i, j: int = j) -> None:
-                        cp.cuda.runtime.memcpyPeer(b.data.ptr, j, a.data.ptr, i, p)
-                    peers[f"{i}->{j}"] = round(p / _time(peer_copy, repeats) / 1e6, 1)
-        fig["peer_copy_GBps"] = {"value": peers, "unit": "GB/s",
-                                 "how": f"cudaMemcpyPeer of {p >> 20} MiB per ordered pair"}
+        fig.update(_peer(pairs, repeats, scale))
     # ---- latency by pointer chasing
     mod = cp.RawModule(code=_CHASE)
     res = cp.zeros(64, dtype=cp.uint32)
@@ -185,5 +275,7 @@ def bench(repeats: int = 5, quick: bool = False,
                                      f"{s[1]}, {iters} round trips, round trip / 2"}
     if s[0] == s[1]:
         out["notes"].append("flag latency: both blocks ran on one SM")
+    say(7, "flag latency across the host link")
+    fig["host_flag_one_way_ns"] = _host_flag(iters)
     out["seed_claims"] = {k: {"claimed": v[0], "text": v[1]} for k, v in SEED_CLAIMS.items()}
     return out

@@ -105,7 +105,7 @@ def roles_and_probes(test: Litmus) -> list[str]:
 
 def reg_positions(test: Litmus) -> list[tuple[int, int]]:
     """(role, slot) of each register, in ``Litmus.registers()`` order."""
-    out = []
+    out: list[tuple[int, int]] = []
     for t, ops in enumerate(test.threads):
         loads = [op.reg for op in ops if op.kind == "load"]
         out.extend((t, loads.index(op.reg)) for op in ops if op.kind == "load")

@@ -118,8 +118,11 @@ def sass_report(test: Litmus, info: dict[str, Any]) -> dict[str, Any]:
 def resident_blocks(kernel: Any, threads_per_block: int) -> int:
     """Blocks per SM that stay resident together: the smaller of our own count from the
     kernel's registers and shared memory and, where CuPy offers it, the driver's."""
-    ours = blocks_per_sm(threads_per_block, int(kernel.num_regs),
-                         int(kernel.shared_size_bytes))
+    try:
+        ours = blocks_per_sm(threads_per_block, int(kernel.num_regs),
+                             int(kernel.shared_size_bytes))
+    except AttributeError:  # an older CuPy: two blocks of 256 threads fit any kernel of ours
+        ours = 2
     try:
         import cupy as cp
 
@@ -224,6 +227,10 @@ def provenance(options: dict[str, Any]) -> dict[str, Any]:
         "cuda_runtime_version": cp.cuda.runtime.runtimeGetVersion(),
         "nvcc": nvcc_version,
         "cupy": cp.__version__,
+        # what the link harness depends on (cudaDeviceAttr 86, 88, 89)
+        "host_native_atomics": bool(cp.cuda.runtime.deviceGetAttribute(86, dev.id)),
+        "pageable_memory_access": bool(cp.cuda.runtime.deviceGetAttribute(88, dev.id)),
+        "concurrent_managed_access": bool(cp.cuda.runtime.deviceGetAttribute(89, dev.id)),
         "options": options,
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }

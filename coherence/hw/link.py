@@ -121,12 +121,32 @@ class _Buffer:
         self._keep = None
 
 
+# cudaDeviceAttr values (driver_types.h)
+ATTR_HOST_NATIVE_ATOMICS = 86
+ATTR_PAGEABLE_MEMORY_ACCESS = 88
+ATTR_CONCURRENT_MANAGED_ACCESS = 89
+
+
+def device_flag(attr: int, gpu: int = 0) -> bool:
+    import cupy as cp
+
+    return bool(cp.cuda.runtime.deviceGetAttribute(attr, gpu))
+
+
+def unrunnable(p: Placement) -> str | None:
+    """Why a placement cannot run on this machine's GPUs (a CPU touching managed memory
+    while a kernel runs needs concurrent managed access), or None."""
+    if p.memory == "managed" and p.cpu_roles:
+        for g in p.gpus:
+            if not device_flag(ATTR_CONCURRENT_MANAGED_ACCESS, g):
+                return f"not run: GPU {g} has no concurrent managed access"
+    return None
+
+
 def _cpu_helper(test: Litmus) -> Any:
     lib = ctypes.CDLL(str(build_shared(link_gen.c_source(test))))
     lib.co_run.argtypes = [ctypes.POINTER(_Args)]
     lib.co_run.restype = ctypes.c_int
-    lib.co_pingpong.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64]
-    lib.co_pingpong.restype = ctypes.c_int
     return lib
 
 

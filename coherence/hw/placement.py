@@ -80,23 +80,28 @@ def cpu_gpu_plans(roles: int, memories: Sequence[str] = ("pinned", "managed"),
     return out
 
 
-def peer_plans(roles: int, peer: Sequence[Sequence[bool]]) -> tuple[list[Placement], str | None]:
-    """Roles on different GPUs over peer memory: for each ordered pair (i, j) of GPUs that
-    reach each other, roles alternate i, j, i, ... with the locations on j, then on i.
-    Returns the plans, or none and why not ("not run: 1 GPU")."""
+def peer_pairs(peer: Sequence[Sequence[bool]]) -> tuple[list[tuple[int, int]], str | None]:
+    """Ordered pairs of GPUs that reach each other's memory, or none and why not (the words
+    every multi-GPU measurement reports on a machine without them: "not run: 1 GPU")."""
     n = len(peer)
     if n < 2:
         return [], f"not run: {n} GPU"
-    out = []
-    for i in range(n):
-        for j in range(n):
-            if i == j or not (peer[i][j] and peer[j][i]):
-                continue
-            agents = tuple(f"gpu{(i, j)[t % 2]}" for t in range(roles))
-            out.extend(Placement(agents, f"gpu{home}") for home in (j, i))
-    if not out:
+    pairs = [(i, j) for i in range(n) for j in range(n)
+             if i != j and peer[i][j] and peer[j][i]]
+    if not pairs:
         return [], f"not run: no two of the {n} GPUs have peer access"
-    return out, None
+    return pairs, None
+
+
+def peer_plans(roles: int, peer: Sequence[Sequence[bool]]) -> tuple[list[Placement], str | None]:
+    """Roles on different GPUs over peer memory: for each ordered pair (i, j) of GPUs that
+    reach each other, roles alternate i, j, i, ... with the locations on j, then on i."""
+    pairs, why = peer_pairs(peer)
+    out: list[Placement] = []
+    for i, j in pairs:
+        agents = tuple(f"gpu{(i, j)[t % 2]}" for t in range(roles))
+        out.extend(Placement(agents, f"gpu{home}") for home in (j, i))
+    return out, why
 
 
 def parse_placement(text: str) -> Placement:

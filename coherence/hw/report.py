@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from coherence.errors import Span, SpecError, read_source
+from coherence.hw.environments import ENVIRONMENTS
 from coherence.litmus.catalogue import find_test
 from coherence.litmus.compare import Comparison, compare
 from coherence.litmus.model import DEFAULT_CORE, model_overrides, program_key, run_on_model
@@ -18,7 +19,9 @@ from coherence.litmus.program import Litmus, Outcome, holds, outcome_dict
 from coherence.litmus.sc import sc_outcomes
 from coherence.litmus.variants import apply_variant
 
-SCHEMA = 1
+ENVIRONMENT_NAMES = frozenset(ENVIRONMENTS)
+SCHEMA = 2  # written now: one row per test, variant and environment, plus link results
+SCHEMAS = (1, 2)  # read
 
 
 def load_results(path: str | Path) -> dict[str, Any]:
@@ -27,10 +30,19 @@ def load_results(path: str | Path) -> dict[str, Any]:
         doc = json.loads(read_source(p, "results"))
     except json.JSONDecodeError as e:
         raise SpecError(f"not JSON: {e.msg}", Span(str(path), e.lineno, e.colno)) from None
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA or "results" not in doc:
-        raise SpecError(f"not a coherence hw results file (schema {SCHEMA})",
-                        Span(str(path), 0, 0))
+    if not isinstance(doc, dict) or doc.get("schema") not in SCHEMAS or "results" not in doc:
+        raise SpecError("not a coherence hw results file (schema "
+                        f"{' or '.join(map(str, SCHEMAS))})", Span(str(path), 0, 0))
     return doc
+
+
+def result_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every histogram of a results file, labelled: ``where`` is the environment of a GPU run
+    (``-`` in schema 1 files) or the placement of a link run (``cpu+gpu0@pinned``)."""
+    out = [{**r, "where": r.get("environment", "-")} for r in doc["results"]]
+    out += [{**r, "where": r["placement"], "timeouts": r.get("timeouts", 0),
+             "sass": {"checked": False}} for r in doc.get("link_results", [])]
+    return out
 
 
 def parse_outcome(test: Litmus, text: str) -> Outcome:
@@ -80,13 +92,14 @@ def rows(docs: Iterable[dict[str, Any]], specs: list[str], core: str = DEFAULT_C
     v = Verdicts(specs, core, params)
     out = []
     for doc in docs:
-        for r in doc["results"]:
+        for r in result_rows(doc):
             test, comps = v.compare(r)
             n = sum(r["distinct_sm"].values())
             cond = sum(c for o, c in observed(test, r["distinct_sm"]).items()
                        if holds(test.condition, outcome_dict(test, o)))
             out.append({
-                "test": r["test"], "variant": r["variant"], "instances": n,
+                "test": r["test"], "variant": r["variant"], "where": r["where"],
+                "instances": n,
                 "shared_sm_instances": sum(r["shared_sm"].values()),
                 "timeouts": r["timeouts"], "condition": test.condition.text(),
                 "condition_observed": cond,
@@ -110,20 +123,22 @@ def markdown(table: list[dict[str, Any]], provenance: dict[str, Any] | None,
              core: str = DEFAULT_CORE) -> str:
     models = list(table[0]["models"]) if table else []
     lines = []
-    if provenance:
+    if provenance and provenance.get("gpu"):
         lines.append(f"GPU: {provenance.get('gpu')} ({provenance.get('sms')} SMs), driver "
                      f"{provenance.get('driver_version')}, CUDA runtime "
                      f"{provenance.get('cuda_runtime_version')}, CuPy {provenance.get('cupy')}, "
                      f"{provenance.get('date')}")
         lines.append("")
-    head = ["test", "variant", "instances", "condition seen", "rate ≤", *models, "SASS"]
+    head = ["test", "variant", "where", "instances", "condition seen", "rate ≤", *models,
+            "SASS"]
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "---|" * len(head))
     for r in table:
         n = r["instances"]
         rate = f"{r['condition_observed'] / n:.2e}" if r["condition_observed"] else (
             f"{3 / n:.1e} (3/n)" if n else "-")
-        cells = [r["test"], r["variant"], f"{n:,}", f"{r['condition_observed']:,}", rate]
+        cells = [r["test"], r["variant"], r["where"], f"{n:,}", f"{r['condition_observed']:,}",
+                 rate]
         for m in models:
             v = r["models"][m]
             word = "allows" if v["condition_allowed"] else "forbids"
@@ -134,7 +149,53 @@ def markdown(table: list[dict[str, Any]], provenance: dict[str, Any] | None,
     lines.append(f"Models run with the {core} core. "
                  "`allows`/`forbids`: whether the model allows the test's condition; "
                  "`REFUTED`: an outcome the model forbids was observed; rate ≤: an upper "
-                 "bound (95 %, rule of three) when the condition was never observed.")
+                 "bound (95 %, rule of three) when the condition was never observed; where: "
+                 "the environment of a GPU run, or the agents and memory of a link run.")
+    return "\n".join(lines) + "\n"
+
+
+def environment_scores(table: list[dict[str, Any]], reference: str) -> dict[str, Any]:
+    """Mutation score of each environment and the bound reached on each forbidden variant,
+    with ``reference`` (a model of the table) deciding which variants allow their condition."""
+    from coherence.hw.mutation import forbidden_bounds, mutation_scores
+
+    gpu_rows = [r for r in table if r["where"] in ENVIRONMENT_NAMES]
+    if not gpu_rows:
+        return {"reference": reference, "scores": [], "forbidden": []}
+    if reference not in gpu_rows[0]["models"]:
+        raise SpecError(f"reference model {reference!r} is not among the report's models "
+                        f"({', '.join(gpu_rows[0]['models'])})")
+    observed: dict[str, dict[tuple[str, str], int]] = {}
+    instances: dict[str, dict[tuple[str, str], int]] = {}
+    allowed: dict[tuple[str, str], bool] = {}
+    for r in gpu_rows:
+        k = (r["test"], r["variant"])
+        observed.setdefault(r["where"], {})[k] = r["condition_observed"]
+        instances.setdefault(r["where"], {})[k] = r["instances"]
+        allowed[k] = r["models"][reference]["condition_allowed"]
+    bounds = forbidden_bounds(observed, instances, allowed)
+    return {"reference": reference,
+            "scores": [s.to_json() for s in mutation_scores(observed, allowed)],
+            "forbidden": [{"test": t, "variant": v, **b} for (t, v), b in sorted(bounds.items())]}
+
+
+def scores_markdown(scores: dict[str, Any]) -> str:
+    if not scores["scores"]:
+        return ""
+    lines = ["", f"Mutation score per environment (mutants: the variants whose condition "
+             f"{scores['reference']} allows; killed: the condition was observed):", "",
+             "| environment | mutants | killed | score | missed |", "|---|---|---|---|---|"]
+    for s in scores["scores"]:
+        score = "-" if s["score"] is None else f"{s['score']:.2f}"
+        lines.append(f"| {s['environment']} | {s['mutants']} | {s['killed']} | {score} | "
+                     f"{', '.join(s['missed']) or '-'} |")
+    if scores["forbidden"]:
+        n = min(f["instances"] for f in scores["forbidden"])
+        seen = [f"{f['test']} {f['variant']}" for f in scores["forbidden"] if f["seen"]]
+        lines += ["", f"Variants whose condition {scores['reference']} forbids: "
+                  f"{len(scores['forbidden'])}; fewest instances over all environments "
+                  f"{n:,} (rate below {3 / n:.1e} where never seen); observed anyway: "
+                  f"{', '.join(seen) or 'none'}."]
     return "\n".join(lines) + "\n"
 
 
@@ -146,11 +207,14 @@ def plot(table: list[dict[str, Any]], path: str | Path, title: str) -> None:
     import matplotlib.pyplot as plt
 
     tests = sorted({r["test"] for r in table})
-    variants = list(dict.fromkeys(r["variant"] for r in table))
+    def column(r: dict[str, Any]) -> str:
+        return r["variant"] if r["where"] == "-" else f"{r['variant']} {r['where']}"
+
+    variants = list(dict.fromkeys(column(r) for r in table))
     grid = [[math.nan] * len(variants) for _ in tests]
     labels = [[""] * len(variants) for _ in tests]
     for r in table:
-        i, j = tests.index(r["test"]), variants.index(r["variant"])
+        i, j = tests.index(r["test"]), variants.index(column(r))
         n, c = r["instances"], r["condition_observed"]
         grid[i][j] = math.log10(c / n) if c and n else -9.0
         labels[i][j] = f"{c}" if c else "0"
