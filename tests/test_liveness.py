@@ -300,3 +300,25 @@ def test_bench_measures_liveness_beside_safety_in_fresh_processes() -> None:
     assert runs["liveness"]["edges"] > runs["liveness"]["states"]
     assert all(m["peak_rss_bytes"] > 0 and m["verdict"] == "holds" for m in runs.values())
     assert row["time_ratio_vs_symmetry"] is not None
+
+
+def test_any_engine_runs_safety_and_the_reference_graph_runs_liveness() -> None:
+    from coherence.engines import get_engine
+    if get_engine("compiled").available() is not None:
+        pytest.skip("no C compiler")
+    model = load_spec_text(spec("on Ack in W { send Req to home; }"), "x.coh")
+    ref = check(model, CheckOptions(liveness=True), engine="reference")
+    comp = check(model, CheckOptions(liveness=True), engine="compiled")
+    assert comp.engine == "compiled"
+    assert [(f.name, f.length, f.loop_start) for f in comp.failures] == [
+        (f.name, f.length, f.loop_start) for f in ref.failures]
+    assert any("engine reference" in n for n in comp.notes)
+
+
+def test_message_sequence_chart_marks_the_cycle() -> None:
+    from coherence.diagrams.msc import as_failure, chart
+    model = load_spec_text(spec("on Ack in W { send Req to home; }"), "x.coh")
+    served = next(f for f in live(spec("on Ack in W { send Req to home; }")).failures
+                  if f.name == "served")
+    source = chart(model, as_failure(served), "check").source
+    assert "steps 2..3 repeat forever" in source and "the cycle starts here" in source
