@@ -322,3 +322,16 @@ def test_bench_engines_reports_each_cell(capsys: pytest.CaptureFixture[str]) -> 
     assert code == 0
     assert_stream(recs, "coherence bench engines", 0)
     assert recs[1]["message"] == "cell 1 of 1: msi_snooping:2: reference ..."
+
+
+def test_mutants_reports_each_mutant(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = (SPECS / "msi_snooping.coh").read_text(encoding="utf-8")
+    for name in ("a", "b"):  # correct specs: each a missed mutant, found fast
+        (tmp_path / f"{name}.coh").write_text(
+            "// MUTANT OF: specs/msi_snooping.coh\n// CHANGE: none\n// EXPECT: swmr\n" + text,
+            encoding="utf-8")
+    code, doc, recs = run_verb(["mutants", str(tmp_path)], capsys)
+    assert code == 1 and doc["caught"] == 0
+    assert_stream(recs, "coherence mutants", 1)
+    assert recs[0]["mutants"] == 2 and recs[-1]["verdict"] == "missed"
+    assert [r["done"] for r in recs if r["type"] == "progress"] == [0, 1, 2]

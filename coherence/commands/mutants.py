@@ -18,12 +18,12 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--agents", "-n", type=int_at_least(1, 8), metavar="N",
                    help="override each mutant's AGENTS")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    from coherence.progress import add_progress_args
+    add_progress_args(p)
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.progress import Progress
-
-    from coherence.commands.common import err_console, out_console
+    from coherence.commands.common import out_console, reporter
     from coherence.mutants import find_mutants, parse_header, run_mutant
     from coherence.spec.load import parse_overrides
 
@@ -32,14 +32,18 @@ def run(args: argparse.Namespace) -> int:
     paths = find_mutants(args.directory)
     mutants = [parse_header(p) for p in paths]
     results = []
-    with Progress(console=err_console(), transient=True,
-                  disable=args.json or not err_console().is_terminal) as progress:
-        task = progress.add_task("mutants", total=len(mutants))
-        for m in mutants:
-            progress.update(task, description=m.path)
+    with reporter(args, "coherence mutants") as rep:
+        rep.header(args.directory, params, "reference", {}, mutants=len(mutants),
+                   **({"agents": agents} if agents is not None else {}))
+        for i, m in enumerate(mutants):
+            rep.update(f"mutant {i + 1} of {len(mutants)}: {m.path}", done=i,
+                       total=len(mutants), force=True, mutant=m.path)
             results.append(run_mutant(m, agents, params))
-            progress.advance(task)
-    caught = sum(r.caught for r in results)
+        caught = sum(r.caught for r in results)
+        rep.update(f"{len(mutants)} mutants checked, {caught} caught", done=len(mutants),
+                   total=len(mutants), caught=caught)
+        rep.finish("caught" if results and caught == len(results) else "missed",
+                   0 if results and caught == len(results) else 1, caught=caught)
     score = caught / len(results) if results else 0.0
     doc: dict[str, Any] = {
         "directory": args.directory, "mutants": len(results), "caught": caught,
