@@ -108,6 +108,17 @@ def test_an_assumption_that_reads_undefined_counts_as_false() -> None:
         assert (result.verdict, result.states) == ("holds", 1)
 
 
+def test_liveness_sees_only_the_explored_system() -> None:
+    """A move into a discarded state is no step of a path: the goal beyond it never comes."""
+    text = STUCK.replace("  on Go", "  fair on Go") + (
+        "liveness grows: forall a: agent :: C[a].state == T ~> C[a].n >= 2;\n")
+    free = check(load_spec_text(text, "l.coh"), CheckOptions(liveness=True, symmetry=False))
+    assert "grows" in free.properties and "grows" not in {f.name for f in free.failures}
+    bounded = check(load_spec_text(text + "assume forall a: agent :: C[a].n <= 1;\n", "l.coh"),
+                    CheckOptions(liveness=True, symmetry=False))
+    assert [(f.kind, f.name) for f in bounded.failures] == [("liveness", "grows")]
+
+
 # ---------------------------------------------------------------- Z3
 
 BROKEN = "invariant not_shared: forall a: agent :: C[a].state == S -> a not in Dir.sharers;\n"
