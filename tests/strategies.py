@@ -15,8 +15,9 @@ global, processor events (some with parameters), message arrivals (some that sta
 with agent parameters, bodies with assignments (some out of range at run time: model
 errors), undefine, if/else, for over agents, let, send/broadcast, perform load/store, set
 methods, assert and goto; invariants with agent and message quantifiers and ``inflight``,
-and sometimes ``property coherent: coherence;``; ``not in`` and ``if ... then ... else``
-expressions (issue 15's additions that every engine must agree on).
+and sometimes ``property coherent: coherence;``; named constants (as capacities), ``not in``
+and ``if ... then ... else`` expressions (issue 15's additions, which every engine must agree
+on).
 
 Expressions are built by type: each context knows the names it can read and their types, so
 every expression type-checks; run-time errors (undefined reads, overflow, failed asserts, a
@@ -562,10 +563,15 @@ class SpecBuilder:
             for _ in range(draw(st.integers(0, 1 if ordering == "bus" else 2))):
                 n = self.name("net")
                 nets.append((n, ordering))
+                capacity = str(draw(st.integers(1, 2)))
+                if self.chance(0.25):  # a named constant where a number is expected
+                    const = self.name("K")
+                    out.append(f"const {const} = {capacity};")
+                    capacity = const
                 if ordering == "unordered":
-                    out.append(f"network {n}: unordered, capacity = {draw(st.integers(1, 2))};")
+                    out.append(f"network {n}: unordered, capacity = {capacity};")
                 elif ordering == "fifo":
-                    out.append(f"network {n}: fifo, capacity = {draw(st.integers(1, 2))};")
+                    out.append(f"network {n}: fifo, capacity = {capacity};")
                 else:
                     out.append(f"network {n}: bus;")
         if not nets:
