@@ -127,7 +127,7 @@ def test_persistent_kernel_source() -> None:
     assert "atomicAdd(&hist[i], (unsigned long long)shist[i]);" in src
     assert "v = q1.x; over |= (v >= 2u); b += v * 1u;" in src
     assert "v = co_ld_final(l[1]); over |= (v >= 2u); b += v * 8u;" in src
-    assert "red.release.gpu.global.add.u32" in src and "ld.acquire.gpu.global.u32" in src
+    assert "red.release.gpu.global.add.u32" in src and "fence.acq_rel.gpu;" in src
     cached = cuda_gen.kernel_source(apply_variant(find_test("MP+cached"), "weak"))
     body = cached.split("__global__ void litmus_persistent")[1]
     # the warm load, then a relaxed barrier that keeps the line in the reader's L1

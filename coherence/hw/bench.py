@@ -82,6 +82,7 @@ def _peer(pairs: list[tuple[int, int]], repeats: int, scale: int) -> dict[str, A
     import cupy as cp
     import numpy as np
 
+    from coherence.hw.harness import cuda_module
     from coherence.hw.link_gen import ping_cuda_source
 
     copies: dict[str, float] = {}
@@ -97,13 +98,13 @@ def _peer(pairs: list[tuple[int, int]], repeats: int, scale: int) -> dict[str, A
         with cp.cuda.Device(j):
             b = cp.empty(p, dtype=cp.uint8)
             box = cp.zeros(64, dtype=cp.uint32)  # ping at 0, pong at 32: two lines of j
-            pong = cp.RawModule(code=src).get_function("link_pong")
+            pong = cuda_module(src).get_function("link_pong")
             failed_j = cp.zeros(1, dtype=cp.uint32)
         with cp.cuda.Device(i):
             def peer_copy(a: Any = a, b: Any = b, i: int = i, j: int = j) -> None:
                 cp.cuda.runtime.memcpyPeer(b.data.ptr, j, a.data.ptr, i, p)
             copies[f"{i}->{j}"] = round(p / _time(peer_copy, repeats) / 1e6, 1)
-            ping = cp.RawModule(code=src).get_function("link_ping")
+            ping = cuda_module(src).get_function("link_ping")
             failed_i = cp.zeros(1, dtype=cp.uint32)
             t0, t1 = cp.cuda.Event(), cp.cuda.Event()
         ptr = box.data.ptr
@@ -140,6 +141,7 @@ def _host_flag(iters: int) -> dict[str, Any]:
     import numpy as np
 
     from coherence.hw.cbuild import build_shared
+    from coherence.hw.harness import cuda_module
     from coherence.hw.link_gen import ping_c_source, ping_cuda_source
 
     lib = ctypes.CDLL(str(build_shared(ping_c_source())))
@@ -148,7 +150,7 @@ def _host_flag(iters: int) -> dict[str, Any]:
     ptr = cp.cuda.runtime.hostAlloc(256, 3)  # portable | mapped
     try:
         ctypes.memset(ptr, 0, 256)
-        ping = cp.RawModule(code=ping_cuda_source()).get_function("link_ping")
+        ping = cuda_module(ping_cuda_source()).get_function("link_ping")
         failed = cp.zeros(1, dtype=cp.uint32)
         t0, t1 = cp.cuda.Event(), cp.cuda.Event()
         t0.record()

@@ -8,11 +8,12 @@ follows the GPU litmus literature (Alglave et al., ASPLOS 2015; Sorensen & Donal
   random permutation, redrawn every launch; threads left over stress memory;
 * each thread then plays its role for ``iters`` iterations of one launch (a persistent kernel):
   per iteration, role 0 resets the instance's locations, the roles meet at a barrier (a
-  release add and an acquire spin on a per-instance counter, which also empties the L1 of
-  stale lines: ``ld.acquire`` compiles to an L1 invalidation), run the test, meet again,
-  and role 0 reads every register and the final memory and adds 1 to the outcome's bucket of
-  a per-block histogram in shared memory (``coherence.hw.outcomes``), flushed to a global
-  64-bit histogram at the end of the launch; no host round trip per instance or iteration;
+  release add, relaxed polls of a per-instance counter, then ``fence.acq_rel.gpu``: the
+  reset is visible and no stale L1 line of an earlier iteration is read), run the test,
+  meet again, and role 0 reads every register and the final memory and adds 1 to the
+  outcome's bucket of a per-block histogram in shared memory (``coherence.hw.outcomes``),
+  flushed to a global 64-bit histogram at the end of the launch; no host round trip per
+  instance or iteration;
 * the locations move every iteration (``coherence.hw.slots``);
 * every role records ``%smid``, so instances whose roles shared an SM are counted apart;
 * a barrier that waits longer than the timeout (``%globaltimer``) ends the role's launch and
@@ -136,17 +137,21 @@ CO_FN unsigned long long co_now() {
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
-// arrive (a release add) and wait for `target` arrivals (acquire loads: each one also
-// invalidates this SM's L1, so no line of an earlier iteration survives the barrier)
+// arrive (a release add) and wait for `target` arrivals: relaxed polls, then one
+// fence.acq_rel.gpu (with the poll that saw the target, an acquire pattern in the PTX model:
+// the reset before every partner's arrival is visible, and no stale L1 line of an earlier
+// iteration is read after it)
 CO_FN bool co_barrier(unsigned int* b, unsigned int target, unsigned long long timeout_ns) {
   asm volatile("red.release.gpu.global.add.u32 [%0], 1;" :: "l"(b) : "memory");
   unsigned long long t0 = co_now();
   for (unsigned int n = 1;; ++n) {
     unsigned int v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(b) : "memory");
-    if (v >= target) return true;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(b) : "memory");
+    if (v >= target) break;
     if ((n & 255u) == 0u && co_now() - t0 > timeout_ns) return false;
   }
+  asm volatile("fence.acq_rel.gpu;" ::: "memory");
+  return true;
 }
 // the same with relaxed accesses: keeps what a role just loaded into its L1 (MP+cached)
 CO_FN bool co_barrier_relaxed(unsigned int* b, unsigned int target,

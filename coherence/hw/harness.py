@@ -11,6 +11,7 @@ then final memory), split by whether the instance's roles ran on distinct SMs.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
@@ -89,6 +90,35 @@ def compile_variant(test: Litmus, arch: str, workdir: Path) -> tuple[Path | None
                           text=True).stdout
     (workdir / "k.sass").write_text(text)
     return cubin, {"checked": True, "functions": sass.functions(text)}
+
+
+def cuda_module(source: str, arch: str = "sm_90") -> Any:
+    """A CuPy module of ``source``: compiled by nvcc to a cubin (cached by the source's hash)
+    where nvcc is installed, as the litmus kernels are, else by NVRTC. Load it with the
+    device it is for current."""
+    import hashlib
+
+    import cupy as cp
+
+    from coherence.hw.cbuild import cache_dir
+
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        return cp.RawModule(code=source, options=("-std=c++17",))
+    key = hashlib.sha256(f"{arch}\0{source}".encode()).hexdigest()
+    cubin = cache_dir() / f"{key}.cubin"
+    if not cubin.exists():
+        cubin.parent.mkdir(parents=True, exist_ok=True)
+        cu = cubin.with_suffix(f".{os.getpid()}.cu")
+        tmp = cubin.with_suffix(f".{os.getpid()}.tmp")
+        cu.write_text(source)
+        done = subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-O3", "-o", str(tmp),
+                               str(cu)], capture_output=True, text=True)
+        cu.unlink()
+        if done.returncode != 0:
+            raise RuntimeError(f"nvcc failed:\n{done.stderr}")
+        os.replace(tmp, cubin)
+    return cp.RawModule(path=str(cubin))
 
 
 def load_module(cubin: Path | None, info: dict[str, Any]) -> Any:
@@ -183,7 +213,7 @@ def run_environment(test: Litmus, kernel: Any, env: Environment, options: RunOpt
         launches += 1
         iterations += iters
         it0 += iters
-        timeouts += int(counters[1].get())
+        timeouts += int(counters.get()[1])
         elapsed = time.perf_counter() - start
         if progress is not None:
             progress(min(elapsed, options.seconds), options.seconds)

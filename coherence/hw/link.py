@@ -183,11 +183,12 @@ def run_link(test: Litmus, p: Placement, options: LinkOptions,
     if gpus:
         import cupy as cp
 
+        from coherence.hw.harness import cuda_module
+
         src = link_gen.cuda_source(test)
         for g in gpus:
             with cp.cuda.Device(g):
-                kernels[g] = cp.RawModule(code=src, options=("-std=c++17",)).get_function(
-                    "link_roles")
+                kernels[g] = cuda_module(src).get_function("link_roles")
                 inst, role = work[f"gpu{g}"]
                 dev_work[g] = (cp.asarray(inst), cp.asarray(role), cp.zeros(2, cp.uint32))
     first_cpu = -1
@@ -230,7 +231,7 @@ def run_link(test: Litmus, p: Placement, options: LinkOptions,
                 for g in gpus:
                     with cp.cuda.Device(g):
                         cp.cuda.Device(g).synchronize()
-                        n_timeouts += int(dev_work[g][2][0].get())
+                        n_timeouts += int(dev_work[g][2].get()[0])
             ms = (time.perf_counter() - t0) * 1000
             launches += 1
             iterations += iters
@@ -244,7 +245,8 @@ def run_link(test: Litmus, p: Placement, options: LinkOptions,
                                     options.seconds - elapsed)
         seconds = time.perf_counter() - start
         if hist.memory.startswith("gpu"):
-            counts = hist._keep.view(np.uint64).reshape(n, c.size).sum(axis=0).get()
+            counts = hist._keep.view(np.uint64)[: n * c.size].reshape(n, c.size).sum(
+                axis=0).get()
         else:
             counts = hist.host_view(np.uint64).reshape(-1)[: n * c.size].reshape(
                 n, c.size).sum(axis=0)
