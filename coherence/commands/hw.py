@@ -420,12 +420,12 @@ def bench(args: argparse.Namespace) -> int:
 
 def poll(args: argparse.Namespace) -> int:
     _need_cupy()
-    from coherence.hw.harness import HwOptions, provenance
+    from coherence.hw.harness import provenance
     from coherence.hw.poll import LOADS, run_poll
 
     rows = [run_poll(kind, args.launches, args.budget).to_json() for kind in LOADS]
-    doc = {"schema": 1, "tool": "coherence hw poll", "provenance": provenance(HwOptions()),
-           "results": rows}
+    prov = provenance({"launches": args.launches, "budget": args.budget})
+    doc = {"schema": 1, "tool": "coherence hw poll", "provenance": prov, "results": rows}
     path = _write(args.out, time.strftime("results/poll-%Y%m%d-%H%M%S.json"), doc)
     if args.json:
         emit_json({"results_file": path, **doc})
