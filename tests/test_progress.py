@@ -242,7 +242,7 @@ def test_fuzz_reports_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert recs[0]["bounds"] == {"budget": 5, "steps": 5}
 
 
-@pytest.mark.parametrize("kind", ["fsm", "states"])
+@pytest.mark.parametrize("kind", ["fsm", "states", "trace"])
 def test_diagram(kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, doc, recs = run_verb(["diagram", MSI, "-n", "2", "--kind", kind, "--format", "dot",
                                 "--out", str(tmp_path)], capsys)
@@ -335,3 +335,22 @@ def test_mutants_reports_each_mutant(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert_stream(recs, "coherence mutants", 1)
     assert recs[0]["mutants"] == 2 and recs[-1]["verdict"] == "missed"
     assert [r["done"] for r in recs if r["type"] == "progress"] == [0, 1, 2]
+
+
+def test_jsonl_stays_json_when_a_verb_has_remarks(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    # a drawing refused as too large: the reason is in the summary, not loose text on stderr
+    code = main(["diagram", MSI, "-n", "3", "--kind", "states", "--max-nodes", "2", "--out",
+                 str(tmp_path), "--progress", "jsonl"])
+    recs = records(capsys.readouterr().err)
+    assert code == 3 and recs[-1]["verdict"] == "too-large"
+    assert recs[-1]["message"].startswith("not drawn: msi_snooping.coh has more than 2 ")
+    # nothing to prove: a note record after the header
+    spec = tmp_path / "empty.coh"
+    spec.write_text((SPECS / "msi_snooping.coh").read_text(encoding="utf-8"), encoding="utf-8")
+    code = main(["prove", str(spec), "-n", "2", "--bmc", "0", "--skip", "swmr", "--skip",
+                 "data_value", "--skip", "owner_tracked", "--skip", "coherent",
+                 "--progress", "jsonl", "--progress-every", "0"])
+    recs = records(capsys.readouterr().err)
+    assert [r["type"] for r in recs[:2]] == ["header", "note"]
+    assert recs[1]["message"].startswith("nothing to prove")

@@ -101,10 +101,10 @@ def _states(args: argparse.Namespace, model: Any, doc: dict[str, Any],
                    f"network capacity) or raise --max-nodes.")
         doc.update(verdict="too-large", max_nodes=limit, summary=message, files=[],
                    exit_code=EXIT_INCOMPLETE)
-        rep.finish("too-large", EXIT_INCOMPLETE)
+        rep.finish("too-large", EXIT_INCOMPLETE, message=message)
         if args.json:
             emit_json(doc)
-        else:
+        elif rep.kind != "jsonl":  # there, the summary record carries it
             print(message, file=sys.stderr)
         return EXIT_INCOMPLETE
     rep.update(f"drawing {len(sg.states):,} states", states=len(sg.states))

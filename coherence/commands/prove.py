@@ -74,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
     model = drop_properties(load_spec(args.spec, parse_overrides(args.param, n)), args.skip)
     from coherence.engines.size import refuse_absurd
     refuse_absurd(model)  # e.g. 40 nested quantifiers: refused before Z3 sees them
-    if not model.invariants and not model.properties and not args.json:
+    if not model.invariants and not model.properties and not args.json \
+            and args.progress != "jsonl":  # there, a note record after the header
         print(f"note: {NOTHING_TO_PROVE}", file=sys.stderr)
     if any_n:
         if args.bmc is not None:
@@ -93,6 +94,8 @@ def _header(rep: Any, args: argparse.Namespace, model: Any, engine: str,
     rep.header(model.file, params, engine,
                {**bounds, "timeout": args.timeout, "rlimit": args.rlimit},
                **({"agents": "any"} if args.agents == "any" else {}))
+    if not model.invariants and not model.properties and rep.kind == "jsonl":
+        rep.note(NOTHING_TO_PROVE)
 
 
 def _steps(rep: Any) -> Any:
