@@ -277,3 +277,24 @@ def test_random_specs_use_the_new_expressions() -> None:
 
     collect()
     assert seen == {"not in", "(if ", "const "}
+
+
+def test_events_listed_together_bind_the_same_parameters() -> None:
+    model = lower("""
+event Store(v: value);
+event Put(w: value);
+network net: unordered, capacity = 1;
+message Req;
+message Poke;
+home machine H { stable state R; init R; on Req, Poke in R stall; }
+cache machine C {
+  stable state I;
+  init I;
+  var data: value = 0;
+  on Store, Put(v) in I { data := v; }
+}
+""")
+    store, put = cache(model).transitions
+    assert (store.name, put.name) == ("Store", "Put")
+    assert store.params == put.params and store.params[0].name == "v"
+    assert all(t.stall for t in model.machine("H").transitions)
