@@ -133,6 +133,7 @@ class Reporter:
         self._fields: dict[str, Any] = {}
         self._done: int | None = None
         self._total: int | None = None
+        self._eta: float | None = None  # the verb's own estimate: when (clock) it will end
         self._pending = False  # the latest status has not been written yet
         self._last_line = self.start
         self._summary: dict[str, Any] | None = None
@@ -174,16 +175,18 @@ class Reporter:
         self._begin()
 
     def update(self, message: str, *, done: int | None = None, total: int | None = None,
-               force: bool = False, **fields: Any) -> None:
+               eta: float | None = None, force: bool = False, **fields: Any) -> None:
         """The run's current state: ``message`` for people, ``fields`` for tools; ``done`` of
-        ``total`` gives an estimate of the time left. ``force`` writes a line now (a
-        milestone: a BMC depth finished, a bench case started)."""
+        ``total`` gives an estimate of the time left (linear, unless the verb knows better
+        and gives ``eta``, seconds from now). ``force`` writes a line now (a milestone: a BMC
+        depth finished, a bench case started)."""
         if not self.enabled:
             return
         with self._lock:
             self._message = message
             self._fields = fields
             self._done, self._total = done, total
+            self._eta = None if eta is None else (self._clock() + eta)
             self._pending = True
             due = force or self._clock() - self._last_line >= self.every
             if self.kind in ("plain", "jsonl") and due:
@@ -267,7 +270,9 @@ class Reporter:
     def status(self) -> dict[str, Any]:
         """The current ``progress`` record."""
         elapsed = self._clock() - self.start
-        eta = eta_seconds(elapsed, self._done, self._total)
+        now = self.start + elapsed
+        eta = (eta_seconds(elapsed, self._done, self._total) if self._eta is None
+               else max(0.0, self._eta - now))
         rss = rss_bytes()
         self._peak_rss = max(self._peak_rss, rss)
         return {"type": "progress", "tool": self.tool, "elapsed": round(elapsed, 3),

@@ -66,6 +66,27 @@ def test_helpers() -> None:
     assert fit("a\nb\rc", 80) == "a b c"  # a control character would break the line
 
 
+def test_bmc_estimate_grows_with_the_depth() -> None:
+    from coherence.commands.prove import bmc_eta
+    assert bmc_eta([1.0], 3) is None  # one depth: no growth to fit (the linear estimate)
+    assert bmc_eta([1.0, 2.0], 0) == 0.0
+    assert bmc_eta([1.0, 2.0], 2) == pytest.approx(3.0 + 4.0)  # time ~ depth: 2 s at x=2
+    assert bmc_eta([1.0, 1.0], 3) == pytest.approx(3.0)  # flat: as the last depth
+    assert bmc_eta([1.0, 4.0], 1) == pytest.approx(9.0)  # time ~ depth^2: 4 s at x=2, 9 at 3
+    assert bmc_eta([4.0, 1.0], 2) == pytest.approx(2.0)  # never shrinking below the last
+
+
+def test_a_verbs_own_estimate_wins() -> None:
+    now = [100.0]
+    rep = Reporter("coherence prove", "plain", 0.0, plain_console(), io.StringIO(),
+                   clock=lambda: now[0])
+    rep.update("depth 3", done=4, total=13, eta=50.0)
+    now[0] = 110.0
+    assert rep.status()["eta_seconds"] == 40.0  # 50 s from then, 10 s ago
+    rep.update("depth 4", done=5, total=13)  # none given: the linear estimate
+    assert rep.status()["eta_seconds"] == pytest.approx(10.0 / 5 * 8)
+
+
 def test_plain_lines_without_a_terminal() -> None:
     # --progress always with stderr not a terminal (a CI log): plain lines, header first
     stream = io.StringIO()

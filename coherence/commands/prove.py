@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from typing import Any
 
@@ -105,6 +106,19 @@ def _steps(rep: Any) -> Any:
     return report
 
 
+def bmc_eta(seconds: list[float], left: int) -> float | None:
+    """The time ``left`` more BMC depths take if depth d's time grows as a power of d, its
+    exponent fitted to the last two depths (clamped to 0..6): depths get slower, so a linear
+    estimate would be far too short."""
+    if left <= 0:
+        return 0.0
+    k = len(seconds)  # depths 0..k-1 are done; depth d is x = d + 1 below
+    if k < 2 or seconds[-2] <= 0 or seconds[-1] <= 0:
+        return None
+    power = min(6.0, max(0.0, math.log(seconds[-1] / seconds[-2]) / math.log(k / (k - 1))))
+    return sum(seconds[-1] * ((k + j) / k) ** power for j in range(1, left + 1))
+
+
 def _run_bmc(args: argparse.Namespace, model: Any) -> int:
     from coherence.commands.common import draw_failures, reporter
     from coherence.smt.bmc import DepthStat, bmc
@@ -113,9 +127,13 @@ def _run_bmc(args: argparse.Namespace, model: Any) -> int:
     with reporter(args, "coherence prove") as rep:
         _header(rep, args, model, "z3 bmc", depth=args.bmc)
 
+        seconds: list[float] = []
+
         def progress(d: DepthStat) -> None:
+            seconds.append(d.seconds)
             rep.update(f"BMC depth {d.depth} of {args.bmc} checked in {d.seconds:.2f} s",
-                       done=d.depth + 1, total=args.bmc + 1, force=True, depth=d.depth,
+                       done=d.depth + 1, total=args.bmc + 1,
+                       eta=bmc_eta(seconds, args.bmc - d.depth), force=True, depth=d.depth,
                        depth_seconds=round(d.seconds, 4))
 
         rep.update(f"BMC depth 0 of {args.bmc}", done=0, total=args.bmc + 1)
