@@ -197,6 +197,28 @@ def test_grid_and_role_assignment() -> None:
         grid(4, 2, 64, 3, 0.0)
 
 
+def test_warp_placement() -> None:
+    g = grid(4, 2, 64, 3, 1.0, "warp")
+    assert g.unit == 32 and g.instances == (512 // 32) // 3 * 32 == 160
+    inst_of, role_of = assign_roles(np.random.default_rng(3), g)
+    warps_inst = inst_of.reshape(-1, 32)
+    warps_role = role_of.reshape(-1, 32)
+    used = (warps_inst >= 0).all(axis=1)
+    assert used.sum() == 15 and ((warps_inst < 0).all(axis=1) | used).all()
+    # a warp plays one role, for the 32 instances of one group, lanes shuffled
+    for w in np.flatnonzero(used):
+        assert len(set(warps_role[w].tolist())) == 1
+        group = set((warps_inst[w] // 32).tolist())
+        assert len(group) == 1 and sorted(warps_inst[w] % 32) == list(range(32))
+    pairs = sorted(zip(inst_of[inst_of >= 0].tolist(), role_of[inst_of >= 0].tolist(),
+                       strict=True))
+    assert pairs == [(i, r) for i in range(g.instances) for r in range(3)]
+    shuffled = [w for w in np.flatnonzero(used) if list(warps_inst[w] % 32) != list(range(32))]
+    assert shuffled  # lanes are matched to instances at random
+    with pytest.raises(ValueError, match="placement"):
+        grid(4, 2, 64, 3, 1.0, "block")
+
+
 def test_next_iterations_aims_at_the_launch_length_and_the_time_left() -> None:
     assert next_iterations(16, 1.6, 0.1, 10.0) == 1000  # 0.1 ms per iteration
     assert next_iterations(16, 1.6, 0.1, 0.01) == 100  # only 10 ms left
@@ -205,7 +227,9 @@ def test_next_iterations_aims_at_the_launch_length_and_the_time_left() -> None:
 
 
 def test_environments() -> None:
-    assert list(ENVIRONMENTS) == ["plain", "barrier", "stress"]
+    assert list(ENVIRONMENTS) == ["plain", "barrier", "scatter", "stress"]
+    assert environment("scatter").placement == "thread"
+    assert environment("barrier").placement == "warp"
     assert environment("stress").stress_lines > 0 and environment("plain").jitter_cycles > 0
     assert environment("barrier").jitter_cycles == 0 and environment("barrier").stress_lines == 0
     with pytest.raises(SpecError, match="unknown environment 'nosuch'"):

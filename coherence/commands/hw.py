@@ -38,8 +38,8 @@ def add_args(p: argparse.ArgumentParser) -> None:
     r.add_argument("--variant", "-V", action="append", default=[], metavar="NAME",
                    help="run only this variant of each test (repeatable; default: all)")
     r.add_argument("--env", action="append", default=[], metavar="NAME",
-                   help="testing environment (repeatable; default: plain, barrier, stress; "
-                        "see docs/hardware.md)")
+                   help="testing environment (repeatable; default: plain, barrier, scatter, "
+                        "stress; see docs/hardware.md)")
     r.add_argument("--seconds", type=positive_seconds, default=1.0,
                    help="time budget of each variant in each environment or placement "
                         "(default: 1)")

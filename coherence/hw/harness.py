@@ -175,7 +175,7 @@ def run_environment(test: Litmus, kernel: Any, env: Environment, options: RunOpt
     dev = cp.cuda.Device()
     sms = int(dev.attributes["MultiProcessorCount"])
     g: Grid = grid(sms, resident_blocks(kernel, options.threads_per_block),
-                   options.threads_per_block, nt, env.test_fraction)
+                   options.threads_per_block, nt, env.test_fraction, env.placement)
     rng = np.random.default_rng(options.seed)
     mem = cp.zeros(g.instances * nl * options.spread * cuda_gen.LOC_STRIDE, dtype=cp.uint32)
     regs = cp.zeros(g.instances * nt * 4, dtype=cp.uint32)

@@ -34,12 +34,17 @@ def blocks_per_sm(threads_per_block: int, regs_per_thread: int, shared_bytes: in
     return max(0, min(limits))
 
 
+WARP = 32
+PLACEMENTS = ("thread", "warp")
+
+
 @attrs.frozen
 class Grid:
     blocks: int
     threads_per_block: int
     instances: int
     roles: int
+    unit: int = 1  # threads placed together: 1 (each thread alone) or a warp
 
     @property
     def threads(self) -> int:
@@ -51,28 +56,48 @@ class Grid:
 
 
 def grid(sms: int, per_sm: int, threads_per_block: int, roles: int,
-         test_fraction: float) -> Grid:
-    """The whole-GPU grid: ``test_fraction`` of its threads run instances of ``roles`` roles."""
+         test_fraction: float, placement: str = "thread") -> Grid:
+    """The whole-GPU grid: ``test_fraction`` of its threads run instances of ``roles`` roles,
+    placed a thread at a time or a warp at a time (``placement``)."""
     if not 0.0 < test_fraction <= 1.0:
         raise ValueError("test fraction must be in (0, 1]")
+    if placement not in PLACEMENTS:
+        raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}")
     if sms < 1 or per_sm < 1:
         raise ValueError("the kernel fits no block on this GPU")
+    unit = WARP if placement == "warp" else 1
+    if threads_per_block % unit:
+        raise ValueError("threads per block must be a multiple of the warp size")
     blocks = sms * per_sm
-    instances = int(blocks * threads_per_block * test_fraction) // roles
+    units = blocks * threads_per_block // unit
+    instances = int(units * test_fraction) // roles * unit
     if instances < 1:
         raise ValueError("the grid holds no instance")
-    return Grid(blocks, threads_per_block, instances, roles)
+    return Grid(blocks, threads_per_block, instances, roles, unit)
 
 
 def assign_roles(rng: np.random.Generator, g: Grid) -> tuple[np.ndarray, np.ndarray]:
-    """``inst_of[thread]`` (-1: a stress thread) and ``role_of[thread]``: instance ``i``'s
-    roles sit at random threads, so in general on different blocks and SMs."""
-    perm = rng.permutation(g.threads)
-    used = perm[: g.instances * g.roles]
+    """``inst_of[thread]`` (-1: a stress thread) and ``role_of[thread]``, redrawn every launch.
+
+    Thread placement: instance ``i``'s roles sit at random threads, in general on different
+    blocks and SMs. Warp placement: random warps, ``roles`` of them per group of 32
+    instances, each warp playing one role for all 32 (so a warp's threads follow the same
+    code), its lanes matched to the group's instances by a random permutation per warp."""
+    units = g.threads // g.unit
+    groups = g.instances // g.unit
+    perm = rng.permutation(units)[: groups * g.roles]
     inst_of = np.full(g.threads, -1, dtype=np.int32)
     role_of = np.zeros(g.threads, dtype=np.int32)
-    inst_of[used] = np.repeat(np.arange(g.instances, dtype=np.int32), g.roles)
-    role_of[used] = np.tile(np.arange(g.roles, dtype=np.int32), g.instances)
+    group = np.repeat(np.arange(groups, dtype=np.int32), g.roles)
+    role = np.tile(np.arange(g.roles, dtype=np.int32), groups)
+    if g.unit == 1:
+        inst_of[perm] = group
+        role_of[perm] = role
+        return inst_of, role_of
+    lanes = np.argsort(rng.random((len(perm), g.unit)), axis=1).astype(np.int32)
+    threads = perm[:, None] * g.unit + np.arange(g.unit)[None, :]
+    inst_of[threads] = group[:, None] * g.unit + lanes
+    role_of[threads] = role[:, None]
     return inst_of, role_of
 
 
