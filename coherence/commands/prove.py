@@ -47,6 +47,12 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace-out", type=output_file, metavar="FILE",
                    help="save the counterexample traces as JSON (for `coherence diagram`)")
     add_progress_args(p)  # BMC depth by depth, induction's k + 1 parts, each proof obligation
+    p.add_argument("--infer", action="store_true",
+                   help="with --agents any: find the auxiliary invariants the proof needs "
+                        "(mined from reachable states, selected by Houdini, proved again)")
+    p.add_argument("--write", action="store_true",
+                   help="with --infer: append the inferred invariants to SPEC, after a "
+                        "marker comment (refused if SPEC changed since it was read)")
     add_diagram_arg(p)
 
 
@@ -78,9 +84,16 @@ def run(args: argparse.Namespace) -> int:
     if not model.invariants and not model.properties and not args.json \
             and args.progress != "jsonl":  # there, a note record after the header
         print(f"note: {NOTHING_TO_PROVE}", file=sys.stderr)
+    if (args.infer or args.write) and not any_n:
+        raise SpecError("--infer needs --agents any", NO_SPAN)
+    if args.write and not args.infer:
+        raise SpecError("--write needs --infer", NO_SPAN)
     if any_n:
         if args.bmc is not None:
             raise SpecError("--bmc needs a fixed number of agents (--agents N)", NO_SPAN)
+        if args.infer:
+            from coherence.commands.prove_infer import run_infer
+            return run_infer(args, model, _header)
         return _run_param(args, model)
     if args.induction is not None:
         return _run_induction(args, model)

@@ -61,6 +61,31 @@ def rebind(model: Model, overrides: Mapping[str, int]) -> Model:
     )
 
 
+def extend(model: Model, text: str) -> Model:
+    """``model``'s spec with ``text`` (more declarations: inferred invariants) appended, bound
+    to the same parameter values. Only ``text`` is parsed (the spec's tree is reused) and its
+    errors point at the lines it would have in the spec. What ``model`` dropped stays dropped;
+    the invariants of ``text`` are added."""
+    source = model.origin
+    if not isinstance(source, SpecSource):
+        raise SpecError(f"{model.file}: this model was not loaded from a spec", NO_SPAN)
+    sep = "" if source.text.endswith("\n") else "\n"
+    pad = "\n" * (source.text.count("\n") + len(sep))
+    extra = parse(pad + text, source.file)
+    tree = lark.Tree(source.tree.data, [*source.tree.children, *extra.children])
+    values = {p.name: p.value for p in model.params}
+    other = _bind(SpecSource(source.file, source.text + sep + text, tree), values)
+    before = {i.name for i in _bind(source, values).invariants}
+    keep_inv = {i.name for i in model.invariants}
+    keep_prop = {p.name for p in model.properties}
+    return attrs.evolve(
+        other,
+        invariants=tuple(i for i in other.invariants
+                         if i.name in keep_inv or i.name not in before),
+        properties=tuple(p for p in other.properties if p.name in keep_prop),
+    )
+
+
 def load_spec(path: str | Path, overrides: Mapping[str, int] | None = None) -> Model:
     text = read_source(path, "spec")
     return load_spec_text(text, str(path), overrides)

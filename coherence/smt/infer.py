@@ -1,0 +1,129 @@
+"""``coherence prove SPEC --agents any --infer``: auxiliary invariants found, not written.
+
+1. Mining (``infer_mine``): candidate clauses that hold in every explored state at 2 and 3
+   agents (a breadth-first prefix where a size is too large for the time allowed).
+2. Houdini (``infer_houdini``): the candidates the proof of the spec's own invariants needs,
+   found from its obligations and counterexamples to induction; candidates not preserved are
+   dropped.
+3. The support is printed as ``invariant aux`` lines, and the spec with those lines appended
+   is proved again from scratch by ``param.prove_all``: the verdict is that proof's, so an
+   inferred set can never make a false proof (and a spec the prover refutes stays refuted).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from coherence import ir
+from coherence.smt.param import ParamResult, _check_agents_free, prove_all
+
+
+@attrs.define
+class InferOptions:
+    sizes: tuple[int, ...] = (2, 3)
+    max_states: int = 20_000  # per size, for the breadth-first prefix
+    explore_seconds: float = 8.0  # all sizes together
+    literals: dict[str, int] = attrs.Factory(
+        lambda: {"global": 2, "agent": 4, "pair": 3, "msg": 3})
+    rlimit: int = 8_000_000  # per unbounded Houdini check
+    timeout: float | None = None  # the final proof's (prove --timeout)
+    final_rlimit: int | None = None  # the final proof's (prove --rlimit)
+
+
+@attrs.define
+class InferResult:
+    proof: ParamResult  # the final proof, from scratch, of the spec with ``lines`` appended
+    lines: list[str]  # the inferred ``invariant aux`` lines
+    stats: dict[str, Any]  # counts and seconds per phase (bench prove --infer)
+    missing: str | None = None  # why the candidates did not suffice, when they did not
+    model: ir.Model | None = None  # the spec with the inferred lines (what was proved)
+
+
+PREFIX = "inferred"
+
+
+def infer(model: ir.Model, options: InferOptions | None = None,
+          progress: Callable[[str], None] | None = None) -> InferResult:
+    """Mine, select and prove (see the module docstring). Raises ``Unsupported`` (exit 2) for a
+    spec outside the fragment of ``--agents any``, before any exploration."""
+    from coherence.smt.infer_houdini import houdini
+    from coherence.smt.infer_mine import mine
+    from coherence.smt.param import ParamEncoder
+    from coherence.spec.load import extend
+    opts = options or InferOptions()
+    say = progress or (lambda _s: None)
+    t0 = time.perf_counter()
+    _check_agents_free(model)
+    ParamEncoder(model)  # unsupported constructs: before any exploration
+    say("exploring small instances")
+    cands, mstats, templates = mine(model, opts.sizes, opts.max_states, opts.explore_seconds,
+                                    opts.literals)
+    t1 = time.perf_counter()
+    say(f"{len(cands)} candidates hold in every explored state; Houdini")
+    h = houdini(model, cands, templates, rlimit=opts.rlimit)
+    t2 = time.perf_counter()
+    taken = {inv.name for inv in model.invariants}
+    names = _names(taken, len(h.support))
+    lines = [f"invariant aux {n}: {cands[k].text};" for n, k in zip(names, h.support,
+                                                                      strict=True)]
+    missing = None
+    if h.failed:
+        missing = _missing(h.failed, opts)
+    say(f"proving the spec with {len(lines)} inferred invariants from scratch")
+    proved_model = extend(model, _block(lines)) if lines else model
+    proof = prove_all(proved_model, timeout=opts.timeout, rlimit=opts.final_rlimit)
+    t3 = time.perf_counter()
+    stats = {
+        "explored": [{"agents": n, "states": s, "complete": c, "seconds": round(sec, 3)}
+                     for n, s, c, sec in mstats.sizes],
+        "conjunctions_tested": mstats.generated,
+        "candidates": len(cands),
+        "taken_in": h.selected,
+        "dropped": h.dropped,
+        "support": len(h.support),
+        "final": len(lines),
+        "houdini_queries": h.queries,
+        "ctis": h.ctis,
+        "unknown_checks": h.unknown,
+        "seconds": {"explore": round(mstats.seconds_explore, 3),
+                    "filter": round(mstats.seconds_filter, 3),
+                    "houdini": round(t2 - t1, 3), "final_proof": round(t3 - t2, 3),
+                    "total": round(t3 - t0, 3)},
+    }
+    return InferResult(proof, lines, stats, missing, proved_model)
+
+
+def _names(taken: set[str], n: int) -> list[str]:
+    out: list[str] = []
+    k = 1
+    while len(out) < n:
+        name = f"{PREFIX}_{k}"
+        if name not in taken:
+            out.append(name)
+        k += 1
+    return out
+
+
+MARKER = "// ---- invariants inferred by `coherence prove --agents any --infer`"
+
+
+def _block(lines: list[str]) -> str:
+    return "\n" + MARKER + "\n" + "\n".join(lines) + "\n"
+
+
+def appended_text(lines: list[str]) -> str:
+    """What ``--write`` appends to the spec: a marker comment, then the lines."""
+    return _block(lines)
+
+
+def _missing(failed: list[str], opts: InferOptions) -> str:
+    lits = ", ".join(f"{k} {v}" for k, v in opts.literals.items())
+    return (f"{failed[0]}, and no candidate rules out the counterexample to induction: the "
+            f"invariant it needs is outside the templates (clauses of at most {lits} literals "
+            "over control states, variables, set membership, the home's variables and the "
+            "messages in flight, about at most two agents or one message), or the property "
+            "does not hold (see the proof below)")

@@ -1,0 +1,314 @@
+"""The literals candidate invariants are made of, each as spec text and as a reader of concrete
+states (``semantics`` tuples), so that mining evaluates a literal once per state and the
+candidate it ends up in is plain spec text, checked by the prover like a hand-written one.
+
+Three scopes: *global* atoms read the home node and the globals (``Home.CurCmd == Empty``,
+``inflight(Inv)``); *agent* atoms read one agent ``{x}`` and its relations to the rest
+(``Cache[{x}].state == E``, ``{x} in Home.ShrSet``, ``inflight(GntS, {x})``); *field* atoms
+read a message ``m`` in flight (``m.data == AuxData``). ``{x}`` is replaced by ``i``, ``j``,
+``m.src`` or ``m.dst`` when a clause is printed. A variable seen undefined in an explored state
+is compared under ``!isundefined(...)``, since comparing "undefined" is a model error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from coherence import ir
+from coherence.semantics import UNDEF, Semantics, State
+
+
+@attrs.frozen
+class Env:
+    """One explored state taken apart: globals, home, caches, and per message type the
+    (src, dst, fields) of each message in flight."""
+
+    globals: tuple
+    home: tuple
+    caches: tuple
+    msgs: dict[str, list[tuple[int, int, tuple]]]
+
+    @staticmethod
+    def of(sem: Semantics, state: State) -> Env:
+        lines, nets, _ = state
+        g, h, c = lines[0]
+        return Env(g, h, c, {m.name: sem.in_flight(nets, 0, m.name)
+                             for m in sem.model.messages})
+
+
+@attrs.frozen
+class Atom:
+    """``text`` is a boolean spec expression (with ``{x}`` for agent atoms and ``{m}`` for the
+    message of field atoms); ``group`` names the variable it tests: two atoms of one group that
+    are both ``exclusive`` cannot both hold (``x == a`` and ``x == b``)."""
+
+    text: str
+    group: str
+    exclusive: bool
+    read: Callable[..., bool]
+    neg_text: str = ""
+    parts: frozenset[str] = frozenset()  # groups of the atoms this one is the disjunction of
+
+    def literal(self, positive: bool, x: str = "", m: str = "m") -> str:
+        t = self.text if positive else (self.neg_text or f"!{_paren(self.text)}")
+        return t.replace("{x}", x).replace("{m}", m)
+
+
+def _paren(t: str) -> str:
+    simple = all(ch.isalnum() or ch in "._[]{}" for ch in t)
+    return t if simple or (t.startswith("(") and t.endswith(")") and _balanced(t[1:-1])) \
+        else f"({t})"
+
+
+def _balanced(t: str) -> bool:
+    depth = 0
+    for ch in t:
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+Reader = Callable[..., Any]
+
+
+def _values(t: ir.Type) -> list[tuple[str, int]] | None:
+    """(spec text, value) of every value of a small finite type compared with constants; None
+    for data values (symmetric: only compared with each other), agents and sets."""
+    if isinstance(t, ir.BoolT):
+        return [("true", 1)]  # printed as the bare variable, see _eq_atoms
+    if isinstance(t, ir.EnumT):
+        return [(name, k) for k, name in enumerate(t.members)]
+    if isinstance(t, ir.IntT) and t.hi - t.lo <= 4:
+        return [(str(v), v) for v in range(t.lo, t.hi + 1)]
+    return None
+
+
+def _eq_atoms(text: str, t: ir.Type, read: Reader, maybe_undef: bool, group: str,
+              with_undef: bool = True) -> list[Atom]:
+    """``x == c`` for each constant of a small type, and ``isundefined(x)``."""
+    out = []
+    guard = f"!isundefined({text}) && " if maybe_undef else ""
+    vals = _values(t)
+    if vals is not None:
+        if isinstance(t, ir.BoolT):
+            atom_t = f"({guard}{text})" if guard else text
+            neg = f"!{text}" if not guard else ""
+            out.append(Atom(atom_t, group, True, lambda *a, r=read: r(*a) == 1, neg))
+        else:
+            for name, v in vals:
+                atom_t = f"({guard}{text} == {name})" if guard else f"{text} == {name}"
+                neg = "" if guard else f"{text} != {name}"
+                out.append(Atom(atom_t, group, True, lambda *a, r=read, v=v: r(*a) == v, neg))
+    if maybe_undef and with_undef:
+        out.append(Atom(f"isundefined({text})", group, True,
+                        lambda *a, r=read: r(*a) == UNDEF))
+    return out
+
+
+@attrs.define
+class Vocabulary:
+    """The atoms of one model, and the message types whose endpoints are agents."""
+
+    globals: list[Atom]
+    agent: list[Atom]
+    fields: dict[str, list[Atom]]  # per message type
+    src_is_agent: dict[str, bool]
+    dst_is_agent: dict[str, bool]
+
+
+def _machine_vars(model: ir.Model) -> tuple[ir.Machine | None, ir.Machine | None]:
+    home = model.home
+    cache = model.caches[0] if model.caches else None
+    return home, cache
+
+
+def vocabulary(model: ir.Model, undef: set[str]) -> Vocabulary:
+    """Every atom of ``model``; ``undef`` names the variables (``Home.x``, ``Cache.x``,
+    ``G.x``, ``msg.T.f``) seen undefined in some explored state."""
+    home, cache = _machine_vars(model)
+    gl: list[Atom] = []
+    ag: list[Atom] = []
+    # value-typed terms compared with each other: (text, reader of the env, key)
+    gvalues: list[tuple[str, Reader, str]] = []
+
+    def scalar_globals(text: str, t: ir.Type, read: Reader, key: str) -> None:
+        mu = key in undef
+        if isinstance(t, ir.ValueT):
+            gvalues.append((text, read, key))
+            if mu:
+                gl.append(Atom(f"isundefined({text})", key, True,
+                               lambda e, r=read: r(e) == UNDEF))
+        elif isinstance(t, ir.AgentT | ir.NodeT):
+            if mu:
+                gl.append(Atom(f"isundefined({text})", key, True,
+                               lambda e, r=read: r(e) == UNDEF))
+            agent_vars.append((text, read, key))
+        elif isinstance(t, ir.SetT):
+            # (no emptiness atom: ``size(s) == 0`` is a quantifier inside every clause using
+            # it, which Z3 handles badly; membership atoms say the same per agent)
+            agent_sets.append((text, read, key))
+        else:
+            gl.extend(_eq_atoms(text, t, read, mu, key))
+
+    agent_vars: list[tuple[str, Reader, str]] = []
+    agent_sets: list[tuple[str, Reader, str]] = []
+    for k, v in enumerate(model.globals):
+        scalar_globals(v.name, v.type, lambda e, k=k: e.globals[k], f"G.{v.name}")
+    if home is not None:
+        hs = home.state_type.members
+        if len(hs) > 1:
+            for k, name in enumerate(hs):
+                gl.append(Atom(f"{home.name}.state == {name}", "H.state", True,
+                               lambda e, k=k: e.home[0] == k,
+                               f"{home.name}.state != {name}"))
+        for k, v in enumerate(home.vars):
+            scalar_globals(f"{home.name}.{v.name}", v.type,
+                           lambda e, k=k + 1: e.home[k], f"H.{v.name}")
+    for (ta, ra, ka), (tb, rb, kb) in _pairs(gvalues):
+        gl.append(_value_eq(ta, ra, ka in undef, tb, rb, kb in undef, f"{ka}={kb}", 1))
+    for msg in model.messages:
+        gl.append(Atom(f"inflight({msg.name})", f"in.{msg.name}", False,
+                       lambda e, n=msg.name: bool(e.msgs[n])))
+
+    # agent atoms: {x} is the agent
+    if cache is not None:
+        cs = cache.state_type.members
+        for k, name in enumerate(cs):
+            ag.append(Atom(f"{cache.name}[{{x}}].state == {name}", "C.state", True,
+                           lambda e, a, k=k: e.caches[a][0] == k,
+                           f"{cache.name}[{{x}}].state != {name}"))
+        for k, v in enumerate(cache.vars):
+            text = f"{cache.name}[{{x}}].{v.name}"
+            key = f"C.{v.name}"
+            read: Reader = lambda e, a, k=k + 1: e.caches[a][k]  # noqa: E731
+            if isinstance(v.type, ir.ValueT):
+                if key in undef:
+                    ag.append(Atom(f"isundefined({text})", key, True,
+                                   lambda e, a, r=read: r(e, a) == UNDEF))
+                for tg, rg, kg in gvalues:
+                    ag.append(_value_eq(text, read, key in undef, tg,
+                                        lambda e, a, r=rg: r(e), kg in undef, f"{key}={kg}", 2))
+            elif isinstance(v.type, ir.AgentT | ir.NodeT | ir.SetT | ir.ArrayT):
+                continue
+            else:
+                ag.extend(_eq_atoms(text, v.type, read, key in undef, key))
+    for text, read_s, key in agent_sets:
+        ag.append(Atom(f"{{x}} in {text}", f"{key}.in", False,
+                       lambda e, a, r=read_s: r(e) != UNDEF and bool((r(e) >> a) & 1)))
+    for text, read_a, key in agent_vars:
+        guard = f"!isundefined({text}) && " if key in undef else ""
+        ag.append(Atom(f"({guard}{text} == {{x}})" if guard else f"{text} == {{x}}",
+                       f"{key}.is", False, lambda e, a, r=read_a: r(e) == a,
+                       "" if guard else f"{text} != {{x}}"))
+
+    tables_senders = _senders(model)
+    receivers = _receivers(model)
+    src_agent = {m.name: tables_senders[m.name] == {ir.MachineKind.CACHE}
+                 for m in model.messages}
+    dst_agent = {m.name: receivers[m.name] == {ir.MachineKind.CACHE} for m in model.messages}
+    # messages to and from {x}, one atom per type and one per network and direction
+    by_net_to: dict[str, list[str]] = {}
+    by_net_from: dict[str, list[str]] = {}
+    for msg in model.messages:
+        if dst_agent[msg.name]:
+            ag.append(Atom(f"inflight({msg.name}, {{x}})", f"to.{msg.name}", False,
+                           lambda e, a, n=msg.name: any(d == a for _s, d, _f in e.msgs[n])))
+            by_net_to.setdefault(msg.network, []).append(msg.name)
+        if src_agent[msg.name]:
+            ag.append(Atom(f"(exists k: {msg.name} :: k.src == {{x}})", f"from.{msg.name}",
+                           False,
+                           lambda e, a, n=msg.name: any(s == a for s, _d, _f in e.msgs[n])))
+            by_net_from.setdefault(msg.network, []).append(msg.name)
+    for net, names in by_net_to.items():
+        if len(names) > 1:
+            ag.append(Atom("(" + " || ".join(f"inflight({n}, {{x}})" for n in names) + ")",
+                           f"to.{net}", False,
+                           lambda e, a, ns=tuple(names): any(
+                               d == a for n in ns for _s, d, _f in e.msgs[n]),
+                           parts=frozenset(f"to.{n}" for n in names)))
+    for net, names in by_net_from.items():
+        if len(names) > 1:
+            ag.append(Atom("(" + " || ".join(f"(exists k: {n} :: k.src == {{x}})"
+                                             for n in names) + ")",
+                           f"from.{net}", False,
+                           lambda e, a, ns=tuple(names): any(
+                               s == a for n in ns for s, _d, _f in e.msgs[n]),
+                           parts=frozenset(f"from.{n}" for n in names)))
+
+    fields: dict[str, list[Atom]] = {}
+    for msg in model.messages:
+        fa: list[Atom] = []
+        for k, f in enumerate(msg.fields):
+            text = f"{{m}}.{f.name}"
+            key = f"msg.{msg.name}.{f.name}"
+            read_f: Reader = lambda e, mm, k=k: mm[2][k]  # noqa: E731
+            if isinstance(f.type, ir.ValueT):
+                if key in undef:
+                    fa.append(Atom(f"isundefined({text})", key, True,
+                                   lambda e, mm, r=read_f: r(e, mm) == UNDEF))
+                for tg, rg, kg in gvalues:
+                    fa.append(_value_eq(text, read_f, key in undef, tg,
+                                        lambda e, mm, r=rg: r(e), kg in undef, f"{key}={kg}",
+                                        2))
+                if (cache is not None and src_agent[msg.name]) or dst_agent[msg.name]:
+                    end = "src" if src_agent[msg.name] else "dst"
+                    for cv_k, cv in enumerate(cache.vars if cache is not None else ()):
+                        if isinstance(cv.type, ir.ValueT):
+                            ctext = f"{cache.name}[{{m}}.{end}].{cv.name}"  # type: ignore[union-attr]
+                            fa.append(_value_eq(
+                                text, read_f, key in undef, ctext,
+                                lambda e, mm, c=cv_k + 1, i=(0 if end == "src" else 1):
+                                e.caches[mm[i]][c], f"C.{cv.name}" in undef,
+                                f"{key}=C.{cv.name}", 2))
+            elif isinstance(f.type, ir.AgentT | ir.NodeT | ir.SetT | ir.ArrayT):
+                continue
+            else:
+                fa.extend(_eq_atoms(text, f.type, read_f, key in undef, key))
+        fields[msg.name] = fa
+    return Vocabulary(gl, ag, fields, src_agent, dst_agent)
+
+
+def _pairs(xs: list[Any]) -> list[tuple[Any, Any]]:
+    return [(a, b) for i, a in enumerate(xs) for b in xs[i + 1:]]
+
+
+def _value_eq(ta: str, ra: Reader, ua: bool, tb: str, rb: Reader, ub: bool, group: str,
+              arity: int) -> Atom:
+    """``a == b`` of two data values, under ``!isundefined`` for those that may be undefined
+    (the reader takes ``arity`` arguments: the env, and the agent or message)."""
+    guards = [f"!isundefined({t}) && " for t, u in ((ta, ua), (tb, ub)) if u]
+    text = f"({''.join(guards)}{ta} == {tb})" if guards else f"{ta} == {tb}"
+    neg = "" if guards else f"{ta} != {tb}"
+    if arity == 1:
+        def read(e: Env) -> bool:
+            a, b = ra(e), rb(e)
+            return a != UNDEF and b != UNDEF and a == b
+        return Atom(text, group, False, read, neg)
+
+    def read2(e: Env, x: Any) -> bool:
+        a, b = ra(e, x), rb(e, x)
+        return a != UNDEF and b != UNDEF and a == b
+    return Atom(text, group, False, read2, neg)
+
+
+def _senders(model: ir.Model) -> dict[str, set[ir.MachineKind]]:
+    out: dict[str, set[ir.MachineKind]] = {m.name: set() for m in model.messages}
+    for machine in model.machines:
+        for tr in machine.transitions:
+            for st in ir.walk_stmts(tr.body):
+                if isinstance(st, ir.Send | ir.Broadcast):
+                    out[st.message].add(machine.kind)
+    return out
+
+
+def _receivers(model: ir.Model) -> dict[str, set[ir.MachineKind]]:
+    out: dict[str, set[ir.MachineKind]] = {m.name: set() for m in model.messages}
+    for machine in model.machines:
+        for tr in machine.transitions:
+            if tr.kind is ir.TransitionKind.MESSAGE and tr.name in out:
+                out[tr.name].add(machine.kind)
+    return out

@@ -1,0 +1,395 @@
+"""Candidate invariants from reachable states (the forward search of Cubicle's BRAB, the
+sampling of DistAI): explore small instances, evaluate every atom once per state into bit
+vectors over the distinct *rows* (a state seen from one agent, from an ordered pair of distinct
+agents, or from one message in flight), and keep every clause of at most K literals that no row
+satisfies the negation of: ``forall i :: !(l1 && l2 && l3)``.
+
+Clauses are enumerated by size, smallest first, and a clause containing a smaller one that
+already holds is left out (it says less); a literal implied by the others on every row is never
+added (the clause would say nothing more). Clauses over two agents are canonical up to swapping
+``i`` and ``j`` (agent-id symmetry: each is enumerated once). Every clause kept holds in every
+explored state: that is all mining promises; Houdini and the prover decide the rest.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from itertools import combinations
+from typing import Any
+
+import attrs
+
+from coherence import ir
+from coherence.errors import SpecError
+from coherence.explore import Search, StateLimit, bfs
+from coherence.semantics import UNDEF, Semantics, State
+from coherence.smt.infer_atoms import Atom, Env, Vocabulary, vocabulary
+
+
+class _OutOfTime(Exception):
+    pass
+
+
+@attrs.define
+class Explored:
+    agents: int
+    states: list[State]
+    complete: bool  # False: stopped at the state or time limit (a prefix of the BFS)
+    seconds: float
+
+
+def explore(model: ir.Model, agents: int, max_states: int, deadline: float) -> Explored:
+    """The reachable states of ``model`` at ``agents`` agents (symmetry-reduced when the model
+    is symmetric), breadth first, up to ``max_states`` or the ``deadline``
+    (``time.perf_counter()``): a prefix of the search is still a set of reachable states."""
+    from coherence.spec.load import rebind
+    from coherence.symmetry import Symmetry
+    t0 = time.perf_counter()
+    inst = rebind(model, {"agents": agents})
+    sem = Semantics(inst)
+    try:
+        sym = Symmetry(sem)
+        key: Callable[[State], Any] | None = lambda s: sym.canonical(s)[0]  # noqa: E731
+    except Exception:  # a model outside symmetry reduction: the plain search
+        key = None
+
+    def expand(i: int, state: State, add: Callable[[State], int]) -> None:
+        if time.perf_counter() > deadline:
+            raise _OutOfTime
+        outcomes, _ = sem.enabled(state)
+        for out in outcomes:
+            if out.state is not None:
+                add(out.state)
+
+    search: Search[State] = Search()
+    complete = True
+    try:
+        bfs(sem.initial_states(), expand, key, max_states, search)
+    except (StateLimit, _OutOfTime):
+        complete = False
+    return Explored(agents, search.nodes, complete, time.perf_counter() - t0)
+
+
+def undefined_vars(model: ir.Model, states: Iterable[State]) -> set[str]:
+    """The keys (see ``infer_atoms.vocabulary``) of the variables and message fields seen
+    undefined in some state."""
+    home = model.home
+    cache = model.caches[0] if model.caches else None
+    sem = Semantics(model)
+    out: set[str] = set()
+    for s in states:
+        e = Env.of(sem, s)
+        for k, v in enumerate(model.globals):
+            if e.globals[k] == UNDEF:
+                out.add(f"G.{v.name}")
+        if home is not None:
+            for k, v in enumerate(home.vars):
+                if e.home[k + 1] == UNDEF:
+                    out.add(f"H.{v.name}")
+        if cache is not None:
+            for c in e.caches:
+                for k, v in enumerate(cache.vars):
+                    if c[k + 1] == UNDEF:
+                        out.add(f"C.{v.name}")
+        for msg in model.messages:
+            for _s, _d, fields in e.msgs[msg.name]:
+                for f, x in zip(msg.fields, fields, strict=False):
+                    if x == UNDEF:
+                        out.add(f"msg.{msg.name}.{f.name}")
+    return out
+
+
+@attrs.frozen
+class Candidate:
+    """One mined clause as spec text; ``kind`` says which template it came from: "global",
+    "agent" (one agent), "pair" (two distinct agents) or "msg T" (messages of type T)."""
+
+    kind: str
+    text: str
+    size: int
+    lits: tuple[tuple[Atom, str, bool], ...] = ()  # (atom, where, positive): the conjunction
+    cols: tuple[tuple[int, bool], ...] = ()  # the same as (column of its table, positive)
+
+
+@attrs.define
+class Table:
+    """The distinct rows of one template: each row a tuple of atom values; ``slots`` says what
+    each column is, as (atom, where) with where "g", "i", "j" or "m" (a field of ``m``)."""
+
+    slots: list[tuple[Atom, str]]
+    rows: set[tuple[bool, ...]] = attrs.Factory(set)
+
+
+class Templates:
+    """The tables' layouts for one vocabulary, and how to read one state's rows."""
+
+    def __init__(self, model: ir.Model, voc: Vocabulary, pairs: bool) -> None:
+        self.model = model
+        self.voc = voc
+        self.pairs = pairs
+        g = [(a, "g") for a in voc.globals]
+        ai = [(a, "i") for a in voc.agent]
+        aj = [(a, "j") for a in voc.agent]
+        self.slots: dict[str, list[tuple[Atom, str]]] = {"global": g, "agent": g + ai}
+        if pairs:
+            self.slots["pair"] = g + ai + aj
+        # an atom that m itself makes true ("a T from m.src") is not a finding
+        self.src_keep: dict[str, list[bool]] = {}
+        self.dst_keep: dict[str, list[bool]] = {}
+        for msg in model.messages:
+            n = msg.name
+            self.src_keep[n] = [voc.src_is_agent[n] and f"from.{n}" not in (a.group, *a.parts)
+                                for a in voc.agent]
+            self.dst_keep[n] = [voc.dst_is_agent[n] and f"to.{n}" not in (a.group, *a.parts)
+                                for a in voc.agent]
+            slots = g + [(a, "m") for a in voc.fields[n]]
+            slots += [(a, "src") for a, k in zip(voc.agent, self.src_keep[n], strict=True) if k]
+            slots += [(a, "dst") for a, k in zip(voc.agent, self.dst_keep[n], strict=True) if k]
+            self.slots[f"msg {n}"] = slots
+
+    def rows(self, sem: Semantics, state: State) -> dict[str, list[tuple[bool, ...]]]:
+        """The rows of one state, per template."""
+        voc = self.voc
+        e = Env.of(sem, state)
+        gv = tuple(a.read(e) for a in voc.globals)
+        out: dict[str, list[tuple[bool, ...]]] = {k: [] for k in self.slots}
+        out["global"].append(gv)
+        n = len(e.caches)
+        av = [tuple(a.read(e, x) for a in voc.agent) for x in range(n)]
+        for x in range(n):
+            out["agent"].append(gv + av[x])
+            if self.pairs:
+                for y in range(n):
+                    if y != x:
+                        out["pair"].append(gv + av[x] + av[y])
+        for msg in self.model.messages:
+            sk, dk = self.src_keep[msg.name], self.dst_keep[msg.name]
+            rows = out[f"msg {msg.name}"]
+            for mm in e.msgs[msg.name]:
+                row = gv + tuple(a.read(e, mm) for a in voc.fields[msg.name])
+                if any(sk):
+                    row += tuple(v for v, k in zip(av[mm[0]], sk, strict=True) if k)
+                if any(dk):
+                    row += tuple(v for v, k in zip(av[mm[1]], dk, strict=True) if k)
+                rows.append(row)
+        return out
+
+
+def violated(cand: Candidate, rows: dict[str, list[tuple[bool, ...]]]) -> bool:
+    """Whether some row satisfies the candidate's conjunction (the clause is false)."""
+    return any(all(row[c] == p for c, p in cand.cols) for row in rows[cand.kind])
+
+
+def _tables(model: ir.Model, voc: Vocabulary, states_by_size: list[list[State]],
+            pairs: bool) -> tuple[Templates, dict[str, Table]]:
+    tpl = Templates(model, voc, pairs)
+    tables = {k: Table(v) for k, v in tpl.slots.items()}
+    sem = Semantics(model)
+    for states in states_by_size:
+        for s in states:
+            for k, rows in tpl.rows(sem, s).items():
+                tables[k].rows.update(rows)
+    return tpl, tables
+
+
+@attrs.define
+class MineStats:
+    sizes: list[tuple[int, int, bool, float]]  # (agents, states, complete, seconds)
+    rows: dict[str, int]
+    generated: int  # conjunctions tested
+    kept: int
+    seconds_explore: float
+    seconds_filter: float
+
+
+def mine(model: ir.Model, sizes: Iterable[int] = (2, 3), max_states: int = 20_000,
+         explore_seconds: float = 6.0, max_literals: dict[str, int] | None = None,
+         pairs: bool = True) -> tuple[list[Candidate], MineStats, Templates]:
+    """Candidates that hold in every explored state of every size in ``sizes``."""
+    t0 = time.perf_counter()
+    deadline = t0 + explore_seconds
+    explored: list[Explored] = []
+    for n in sizes:
+        try:
+            ex = explore(model, n, max_states, deadline)
+        except SpecError:  # a size the spec's agents range excludes
+            continue
+        explored.append(ex)
+        if not ex.complete:
+            break
+    t1 = time.perf_counter()
+    all_states = [s for ex in explored for s in ex.states]
+    undef = undefined_vars(model, all_states) if explored else set()
+    voc = vocabulary(model, undef)
+    limits = {"global": 3, "agent": 3, "pair": 3, "msg": 3}
+    limits.update(max_literals or {})
+    tpl, tables = _tables(model, voc, [ex.states for ex in explored], pairs)
+    out: list[Candidate] = []
+    generated = 0
+    for kind, table in tables.items():
+        if not table.rows:
+            if kind.startswith("msg "):  # never in flight: say so
+                name = kind[4:]
+                out.append(Candidate("global", f"!inflight({name})", 1, (
+                    (next(a for a in voc.globals if a.text == f"inflight({name})"), "g", True),),
+                    ((next(k for k, (a, _w) in enumerate(tpl.slots["global"])
+                           if a.text == f"inflight({name})"), True),)))
+            continue
+        k = limits["msg" if kind.startswith("msg ") else kind]
+        cands, tried = _enumerate(kind, table, k)
+        generated += tried
+        out += cands
+    stats = MineStats([(ex.agents, len(ex.states), ex.complete, ex.seconds) for ex in explored],
+                      {k: len(t.rows) for k, t in tables.items()}, generated, len(out),
+                      t1 - t0, time.perf_counter() - t1)
+    return out, stats, tpl
+
+
+def _enumerate(kind: str, table: Table, max_size: int) -> tuple[list[Candidate], int]:
+    """The minimal conjunctions of literals that no row satisfies, as clauses (see module)."""
+    rows = list(table.rows)
+    ncol = len(table.slots)
+    full = (1 << len(rows)) - 1
+    col_mask = [0] * ncol
+    for r, row in enumerate(rows):
+        bit = 1 << r
+        for c in range(ncol):
+            if row[c]:
+                col_mask[c] |= bit
+    # literals: (column, positive); a literal true on every row can only be redundant
+    lits: list[tuple[int, bool]] = []
+    masks: list[int] = []
+    for c in range(ncol):
+        for pos in (True, False):
+            m = col_mask[c] if pos else full & ~col_mask[c]
+            if m == full:
+                continue
+            lits.append((c, pos))
+            masks.append(m)
+    wheres = {w for _a, w in table.slots}
+    need = {"global": {"g"}, "agent": {"i"}, "pair": {"i", "j"}}.get(kind)
+    if need is None:  # messages: at least one literal about the message or its endpoints
+        need_any = wheres - {"g"}
+    found: set[frozenset[int]] = set()
+    out: list[Candidate] = []
+    tried = 0
+    frontier: list[tuple[tuple[int, ...], int]] = [((), full)]
+    swap = _swap_map(table, lits) if kind == "pair" else None
+    seen_pairs: set[frozenset[int]] = set()
+    for size in range(1, max_size + 1):
+        nxt: list[tuple[tuple[int, ...], int]] = []
+        for chosen, mask in frontier:
+            start = chosen[-1] + 1 if chosen else 0
+            for li in range(start, len(lits)):
+                if _conflicts(table, lits, chosen, li):
+                    continue
+                m2 = mask & masks[li]
+                if m2 == mask:
+                    continue  # implied by the others on every row: redundant
+                new = (*chosen, li)
+                tried += 1
+                if size > 1 and _subsumed(new, li, found):
+                    continue
+                if m2 == 0:
+                    fs = frozenset(new)
+                    found.add(fs)
+                    where = {table.slots[lits[x][0]][1] for x in new}
+                    ok = where >= need if need is not None else bool(where & need_any)
+                    if kind == "global":
+                        ok = True
+                    if ok and swap is not None:
+                        other = frozenset(swap[x] for x in new)
+                        if other in seen_pairs:
+                            ok = False
+                        seen_pairs.add(fs)
+                    if ok:
+                        chosen_lits = [lits[x] for x in new]
+                        out.append(Candidate(
+                            kind, _text(kind, table, chosen_lits), size,
+                            tuple((*table.slots[c], p) for c, p in chosen_lits),
+                            tuple(chosen_lits)))
+                elif size < max_size:
+                    nxt.append((new, m2))
+        frontier = nxt
+    return out, tried
+
+
+def _swap_map(table: Table, lits: list[tuple[int, bool]]) -> dict[int, int]:
+    """Literal index -> the literal with ``i`` and ``j`` exchanged (pair tables: rows come
+    in both orders, so the exchanged literal exists whenever the literal does)."""
+    nag = sum(1 for _a, w in table.slots if w == "i")
+    ng = sum(1 for _a, w in table.slots if w == "g")
+
+    def col(c: int) -> int:
+        if c < ng:
+            return c
+        return c + nag if c < ng + nag else c - nag
+    index = {lit: k for k, lit in enumerate(lits)}
+    return {k: index[(col(c), pos)] for k, (c, pos) in enumerate(lits)}
+
+
+def _conflicts(table: Table, lits: list[tuple[int, bool]], chosen: tuple[int, ...],
+               li: int) -> bool:
+    """Literals whose conjunction is false whatever the state (``x && !x``, ``x == a && x ==
+    b``, a disjunction and one of its parts): that they never hold together is no finding."""
+    c, pos = lits[li]
+    atom, where = table.slots[c]
+    for x in chosen:
+        c2, pos2 = lits[x]
+        if c2 == c:
+            return True  # x && !x
+        a2, w2 = table.slots[c2]
+        if w2 != where:
+            continue
+        if atom.group in a2.parts or a2.group in atom.parts:
+            return True  # a disjunction and one of its parts
+        if pos and pos2 and atom.exclusive and a2.exclusive and a2.group == atom.group:
+            return True
+    return False
+
+
+def _subsumed(new: tuple[int, ...], li: int, found: set[frozenset[int]]) -> bool:
+    others = [x for x in new if x != li]
+    for k in range(1, len(others)):
+        for sub in combinations(others, k):
+            if frozenset((*sub, li)) in found:
+                return True
+    # a subset without li has a nonzero mask (it is a prefix's subset)
+    return False
+
+
+def _text(kind: str, table: Table, lits: list[tuple[int, bool]]) -> str:
+    """The clause ``!(l1 && ... && lk)`` as an implication, under its quantifiers."""
+    def lit(c: int, pos: bool) -> str:
+        atom, where = table.slots[c]
+        x = {"g": "", "i": "i", "j": "j", "src": "m.src", "dst": "m.dst", "m": ""}[where]
+        return atom.literal(pos, x, "m")
+
+    if len(lits) == 1:
+        body = lit(lits[0][0], not lits[0][1])
+    else:
+        pre = " && ".join(_par(lit(c, p)) for c, p in lits[:-1])
+        c, p = lits[-1]
+        body = f"{pre} -> {_par(lit(c, not p))}"
+    if kind == "global":
+        return body
+    if kind == "agent":
+        return f"forall i: agent :: {_par(body)}"
+    if kind == "pair":
+        return f"forall i: agent, j: agent :: i != j -> {_par(body)}"
+    return f"forall m: {kind[4:]} :: {_par(body)}"
+
+
+def _par(t: str) -> str:
+    if t.startswith("(") and t.endswith(")"):
+        depth = 0
+        for k, ch in enumerate(t):
+            depth += {"(": 1, ")": -1}.get(ch, 0)
+            if depth == 0 and k < len(t) - 1:
+                break
+        else:
+            return t
+    if " " not in t:
+        return t
+    return f"({t})"

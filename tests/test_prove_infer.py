@@ -1,0 +1,143 @@
+"""``coherence prove --agents any --infer``: mined candidates hold where they were mined, the
+inferred invariants prove the specs without their hand-written ones and hold in the checker,
+refuted specs and mutants are never proved, and ``--write`` never clobbers the user's text."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import MUTEX, PROOF_RLIMIT, ROOT, SPECS, mutants, well_formed
+
+from coherence.engines import check
+from coherence.smt.infer import InferOptions, appended_text, infer
+from coherence.smt.infer_mine import mine
+from coherence.spec.load import extend, load_spec, load_spec_text
+from coherence.spec.select import drop_properties
+
+NOAUX = ROOT / "tests" / "specs" / "infer"
+# Z3's deterministic budget per Houdini check (never a wall clock)
+OPTS = dict(rlimit=8_000_000, final_rlimit=PROOF_RLIMIT)
+
+
+def _model(path: Path) -> object:
+    m = load_spec(path)
+    return drop_properties(m, [p.name for p in m.properties])
+
+
+def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "coherence.cli", *args], cwd=cwd,
+                          capture_output=True, text=True,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+
+
+def _holds_at(model: object, lines: list[str], sizes: tuple[int, ...]) -> None:
+    from coherence.spec.load import rebind
+    with_lines = extend(model, appended_text(lines))  # type: ignore[arg-type]
+    for n in sizes:
+        result = check(rebind(with_lines, {"agents": n}))
+        assert result.verdict == "holds", (n, result.failures[:1])
+
+
+def test_mined_candidates_hold_in_the_checker_where_they_were_mined() -> None:
+    model = _model(NOAUX / "broadcast_invalidate_acked.coh")
+    cands, stats, _tpl = mine(model, sizes=(2,), max_literals={"global": 2, "agent": 2,
+                                                               "pair": 2, "msg": 2})
+    assert stats.sizes[0][2] and len(cands) == stats.kept > 20
+    assert stats.generated > len(cands)
+    # pasted into the spec, every candidate holds at 2 agents (they were mined there) ...
+    _holds_at(model, [f"invariant aux c{k}: {c.text};" for k, c in enumerate(cands)], (2,))
+    # ... and each pair clause is listed once, not once per order of i and j
+    pairs = [c.text for c in cands if c.kind == "pair"]
+    assert len(pairs) == len(set(pairs))
+
+
+def test_mutex_without_aux_is_proved_with_inferred_invariants(tmp_path: Path) -> None:
+    path = tmp_path / "mutex.coh"
+    path.write_text(MUTEX)
+    model = load_spec(path)
+    result = infer(model, InferOptions(**OPTS))
+    assert result.proof.verdict == "holds" and result.proof.exit_code == 0
+    assert 0 < len(result.lines) <= 6
+    assert result.stats["candidates"] >= result.stats["support"] == len(result.lines)
+    _holds_at(model, result.lines, (2, 3, 4))
+
+
+def test_mutants_of_the_mutex_are_never_proved_unless_they_hold() -> None:
+    for text in well_formed(mutants(MUTEX))[:6]:
+        model = load_spec_text(text, "mutant.coh")
+        result = infer(model, InferOptions(**OPTS))
+        if result.proof.verdict == "holds":  # then it holds at fixed sizes too
+            for n in (2, 3):
+                assert check(load_spec_text(text, "m.coh", {"agents": n})).verdict == "holds"
+
+
+def test_refuted_spec_stays_refuted() -> None:
+    model = _model(SPECS / "broadcast_invalidate.coh")
+    result = infer(model, InferOptions(**OPTS))
+    assert result.proof.verdict == "fails" and result.proof.exit_code == 1
+
+
+def test_cli_infer_needs_agents_any_and_write_needs_infer(tmp_path: Path) -> None:
+    path = tmp_path / "mutex.coh"
+    path.write_text(MUTEX)
+    r = _cli("prove", str(path), "--agents", "2", "--infer")
+    assert r.returncode == 2 and "--infer needs --agents any" in r.stderr
+    r = _cli("prove", str(path), "--agents", "any", "--write")
+    assert r.returncode == 2 and "--write needs --infer" in r.stderr
+
+
+def test_cli_unsupported_spec_is_a_located_error_before_exploring() -> None:
+    r = _cli("prove", str(SPECS / "msi_directory.coh"), "--agents", "any", "--infer",
+             "--skip", "coherent")
+    assert r.returncode == 2 and "error:" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_cli_write_appends_after_a_marker_and_the_result_is_proved(tmp_path: Path) -> None:
+    path = tmp_path / "mutex.coh"
+    path.write_text(MUTEX)
+    r = _cli("prove", str(path), "--agents", "any", "--infer", "--write", "--json",
+             "--rlimit", str(PROOF_RLIMIT))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    lines = doc["inferred"]["invariants"]
+    assert lines and doc["inferred"]["written_to"] == str(path)
+    text = path.read_text()
+    assert text.startswith(MUTEX)  # the user's text is untouched
+    assert text[len(MUTEX):] == appended_text(lines)
+    r = _cli("prove", str(path), "--agents", "any", "--rlimit", str(PROOF_RLIMIT))
+    assert r.returncode == 0, r.stdout
+
+
+def test_write_refuses_a_spec_changed_since_it_was_read(tmp_path: Path) -> None:
+    from coherence.commands.prove_infer import _append
+    from coherence.errors import SpecError
+    path = tmp_path / "mutex.coh"
+    path.write_text(MUTEX)
+    model = load_spec(path)
+    path.write_text(MUTEX + "// edited meanwhile\n")
+    with pytest.raises(SpecError, match="changed since it was read"):
+        _append(str(path), model, appended_text(["invariant aux x: true;"]))
+    assert path.read_text() == MUTEX + "// edited meanwhile\n"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["german", "broadcast_invalidate_acked"])
+def test_bundled_protocols_without_aux_are_proved_for_every_n(name: str) -> None:
+    model = _model(NOAUX / f"{name}.coh")
+    assert not any(i.aux for i in model.invariants)
+    result = infer(model, InferOptions(**OPTS))
+    assert result.proof.verdict == "holds", (result.missing, result.proof.reason)
+    _holds_at(model, result.lines, (2, 3, 4))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mutant", sorted((SPECS / "mutants").glob("german_*.coh")),
+                         ids=lambda p: p.stem)
+def test_german_mutants_are_never_proved(mutant: Path) -> None:
+    model = _model(mutant)
+    result = infer(model, InferOptions(**OPTS))
+    assert result.proof.verdict != "holds"
