@@ -66,8 +66,9 @@ def test_mutex_without_aux_is_proved_with_inferred_invariants(tmp_path: Path) ->
     _holds_at(model, result.lines, (2, 3, 4))
 
 
+@pytest.mark.slow
 def test_mutants_of_the_mutex_are_never_proved_unless_they_hold() -> None:
-    for text in well_formed(mutants(MUTEX))[:6]:
+    for text in well_formed(mutants(MUTEX)):
         model = load_spec_text(text, "mutant.coh")
         result = infer(model, InferOptions(**OPTS))
         if result.proof.verdict == "holds":  # then it holds at fixed sizes too
@@ -96,6 +97,7 @@ def test_cli_unsupported_spec_is_a_located_error_before_exploring() -> None:
     assert r.returncode == 2 and "error:" in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.slow
 def test_cli_write_appends_after_a_marker_and_the_result_is_proved(tmp_path: Path) -> None:
     path = tmp_path / "mutex.coh"
     path.write_text(MUTEX)
@@ -110,6 +112,17 @@ def test_cli_write_appends_after_a_marker_and_the_result_is_proved(tmp_path: Pat
     assert text[len(MUTEX):] == appended_text(lines)
     r = _cli("prove", str(path), "--agents", "any", "--rlimit", str(PROOF_RLIMIT))
     assert r.returncode == 0, r.stdout
+
+
+def test_write_appends_the_block_and_keeps_the_users_text(tmp_path: Path) -> None:
+    from coherence.commands.prove_infer import _append
+    path = tmp_path / "mutex.coh"
+    path.write_text(MUTEX.rstrip("\n"))  # no newline at the end: one is added first
+    model = load_spec(path)
+    lines = ["invariant aux inferred_1: forall a: agent :: C[a].state != W || true;"]
+    assert _append(str(path), model, appended_text(lines)) == str(path)
+    assert path.read_text() == MUTEX.rstrip("\n") + "\n" + appended_text(lines)
+    assert "inferred_1" in {i.name for i in load_spec(path).invariants}
 
 
 def test_write_refuses_a_spec_changed_since_it_was_read(tmp_path: Path) -> None:

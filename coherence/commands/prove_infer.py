@@ -42,11 +42,12 @@ def run_infer(args: argparse.Namespace, model: Any, header: Callable[..., None])
         for line in result.lines:
             print(f"  {line}")
     print_param(result.model or model, proof)
-    s = result.stats["seconds"]
-    print(f"inference: {result.stats['candidates']} candidates, {result.stats['taken_in']} "
-          f"taken in, {result.stats['support']} kept; explore {s['explore']:.1f} s, filter "
-          f"{s['filter']:.1f} s, Houdini {s['houdini']:.1f} s, final proof "
-          f"{s['final_proof']:.1f} s")
+    s = result.stats.get("seconds")
+    if s:
+        print(f"inference: {result.stats['candidates']} candidates, "
+              f"{result.stats['taken_in']} taken in, {result.stats['support']} kept; explore "
+              f"{s['explore']:.1f} s, filter {s['filter']:.1f} s, Houdini "
+              f"{s['houdini']:.1f} s, final proof {s['final_proof']:.1f} s")
     if written:
         print(f"appended {len(result.lines)} invariant(s) to {written} after the line "
               f"'{appended_text([]).strip()}'")

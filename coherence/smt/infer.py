@@ -20,6 +20,7 @@ import attrs
 
 from coherence import ir
 from coherence.smt.param import ParamResult, _check_agents_free, prove_all
+from coherence.smt.state import Unsupported
 
 
 @attrs.define
@@ -57,8 +58,13 @@ def infer(model: ir.Model, options: InferOptions | None = None,
     opts = options or InferOptions()
     say = progress or (lambda _s: None)
     t0 = time.perf_counter()
-    _check_agents_free(model)
-    ParamEncoder(model)  # unsupported constructs: before any exploration
+    try:
+        _check_agents_free(model)
+        ParamEncoder(model)  # unsupported constructs: before any exploration
+    except Unsupported as unsupported:
+        # as prove does: a concrete counterexample if there is one, else the error (exit 2)
+        proof = prove_all(model, timeout=opts.timeout, rlimit=opts.final_rlimit)
+        return InferResult(proof, [], {}, f"no inference: {unsupported.message}", model)
     say("exploring small instances")
     cands, mstats, templates = mine(model, opts.sizes, opts.max_states, opts.explore_seconds,
                                     opts.literals)
