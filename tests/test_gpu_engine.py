@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 from helpers import ROOT
+from hypothesis import HealthCheck, assume, given, note, settings
+from strategies import loaded_specs
 
 from coherence import ir, load_spec
 from coherence.cli import main
@@ -32,6 +34,7 @@ needs_compilers = pytest.mark.skipif(
     reason="no C and C++ compiler")
 
 MUTANTS = find_mutants(ROOT / "specs" / "mutants")
+CAP = 1500  # states of a random spec's search (as tests/test_random_specs.py)
 
 
 def summary(result: CheckResult) -> tuple:
@@ -133,3 +136,35 @@ def test_without_cupy_the_engine_says_why(monkeypatch: pytest.MonkeyPatch,
     err = capsys.readouterr().err.strip()
     assert rc == 2
     assert len(err.splitlines()) == 1 and "CuPy is not installed" in err
+
+
+@needs_compilers
+def test_a_time_limit_stops_between_batches() -> None:
+    # the limit is looked at after each launch: the first (the initial state's expansion)
+    # already ran past a microsecond, so the search stops there with what it stored
+    model = load("specs/german.coh", 3, ("coherent",))
+    result = run(GpuEngine("host"), model, CheckOptions(symmetry=False, time_limit=1e-6))
+    assert result.verdict == "incomplete" and result.exit_code == 3
+    assert result.stopped == "--time-limit 1e-06 s reached"
+    assert result.depth == 0 and 1 < result.states < 58_077
+
+
+@needs_compilers
+@settings(max_examples=5, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
+                                 HealthCheck.data_too_large])
+@given(spec=loaded_specs())
+def test_random_specs_match_the_compiled_engine(spec: tuple[str, ir.Model],
+                                                tmp_path_factory: pytest.TempPathFactory
+                                                ) -> None:
+    # every language feature the strategy reaches, through the GPU target's code and runtime
+    note(spec[0])
+    cache = tmp_path_factory.getbasetemp() / "xdg-cache"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("COHERENCE_CFLAGS", "-O0")
+        mp.setenv("XDG_CACHE_HOME", str(cache))
+        for symmetry in (True, False):
+            options = CheckOptions(symmetry=symmetry, max_states=CAP)
+            compiled = run(CompiledEngine(), spec[1], options)
+            assume(compiled.stopped is None)
+            assert summary(run(GpuEngine("host"), spec[1], options)) == summary(compiled)

@@ -68,8 +68,8 @@ def build_host_library(source: str, cache: Path | None = None) -> Path:
     if cxx is None:
         raise DeviceUnavailable("no C++ compiler (g++, c++ or clang++) for the host emulation")
     digest = hashlib.sha256(source.encode()).hexdigest()[:24]
-    cache = cache or Path(os.environ.get("COHERENCE_CACHE", Path.home() / ".cache" /
-                                         "coherence")) / "gpu-host"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    cache = cache or Path(base) / "coherence" / "gpu-host"  # as the compiled engine's builds
     cache.mkdir(parents=True, exist_ok=True)
     lib = cache / f"co_gpu_{digest}.so"
     if lib.exists():
