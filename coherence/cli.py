@@ -8,6 +8,7 @@ without finding a failure (nothing was proved).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import sys
@@ -49,10 +50,23 @@ def error_document(message: str, location: str) -> dict[str, Any]:
     return {"error": {"message": message, "location": location}, "exit_code": EXIT_BAD_INPUT}
 
 
+# Whether it asked for --progress jsonl: stderr is then a tool's stream, JSON records only.
+_jsonl_errors: ContextVar[bool] = ContextVar("jsonl_errors", default=False)
+
+
+def _asks_for_jsonl(argv: Sequence[str]) -> bool:
+    return "--progress=jsonl" in argv or any(
+        a == "--progress" and b == "jsonl" for a, b in itertools.pairwise(argv))
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         if _json_errors.get():
             print(json.dumps(error_document(f"{self.prog}: {message}", NO_SPAN.file)))
+        if _jsonl_errors.get():
+            from coherence.progress import write_error_summary
+            write_error_summary(self.prog, ValueError(f"{self.prog}: {message}"), EXIT_BAD_INPUT)
+            raise SystemExit(EXIT_BAD_INPUT)
         self.print_usage(sys.stderr)
         print(f"{self.prog}: error: {message}", file=sys.stderr)
         raise SystemExit(EXIT_BAD_INPUT)
@@ -82,12 +96,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         parser = build_parser()
         token = _json_errors.set("--json" in argv)
+        jsonl_token = _jsonl_errors.set(_asks_for_jsonl(argv))
         try:
             args = parser.parse_args(argv)
         except SystemExit as e:  # argparse exits: usage errors, --help, --version
             return e.code if isinstance(e.code, int) else EXIT_BAD_INPUT if e.code else 0
         finally:
             _json_errors.reset(token)
+            _jsonl_errors.reset(jsonl_token)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -98,7 +114,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SpecError as err:
         if getattr(args, "json", False):
             print(json.dumps(error_document(err.message, err.location())))
-        print(err.render(), file=sys.stderr)
+        if getattr(args, "progress", None) == "jsonl":  # stderr is a tool's stream: JSON only
+            from coherence.progress import write_error_summary
+            write_error_summary(f"coherence {args.verb}", err, EXIT_BAD_INPUT)
+        else:
+            print(err.render(), file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         # NOTE(partial-results): a search turns SIGINT into a partial result itself; this is

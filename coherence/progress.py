@@ -232,8 +232,10 @@ class Reporter:
         self._summary = {"verdict": "interrupted" if interrupted else "error",
                          "exit_code": 130 if interrupted else 2}
         if error is not None and not interrupted:
-            self._summary["message"] = str(error)
+            self._summary.update(error_fields(error))
         self._end(self._summary)
+        if error is not None and self.kind == "jsonl":
+            setattr(error, SUMMARY_WRITTEN, True)
 
     def _end(self, summary: dict[str, Any]) -> None:
         self._stop.set()
@@ -370,6 +372,32 @@ def _seconds(text: str) -> float:
 
 
 _seconds.__name__ = "seconds"
+
+
+SUMMARY_WRITTEN = "coherence_jsonl_summary_written"  # marks an error a stream has reported
+
+
+def error_fields(error: BaseException) -> dict[str, Any]:
+    """A failed run's ``message`` and, for bad input, its ``location`` (``file:line:col``)."""
+    message = getattr(error, "message", None)
+    fields: dict[str, Any] = {"message": message if isinstance(message, str) else str(error)}
+    location = getattr(error, "location", None)
+    if callable(location):
+        fields["location"] = location()
+    return fields
+
+
+def write_error_summary(tool: str, error: BaseException, exit_code: int,
+                        stream: IO[str] | None = None) -> None:
+    """The one ``summary`` record of a jsonl stream that failed before its run began (bad
+    input found while the command line was read), so a tool's stream stays all JSON."""
+    if getattr(error, SUMMARY_WRITTEN, False):
+        return
+    out = stream if stream is not None else sys.stderr
+    record = {"type": "summary", "tool": tool, "verdict": "error", "exit_code": exit_code,
+              **error_fields(error)}
+    out.write(json.dumps(record) + "\n")
+    out.flush()
 
 
 def reporter(args: argparse.Namespace, tool: str) -> AbstractContextManager[Reporter]:

@@ -375,3 +375,28 @@ def test_jsonl_stays_json_when_a_verb_has_remarks(tmp_path: Path,
     recs = records(capsys.readouterr().err)
     assert [r["type"] for r in recs[:2]] == ["header", "note"]
     assert recs[1]["message"].startswith("nothing to prove")
+
+
+# -- bad input under --progress jsonl: stderr stays a stream of JSON records ----------------
+
+@pytest.mark.parametrize("verb", ["check", "prove", "diagram"])
+def test_bad_input_keeps_the_jsonl_stream_all_json(verb: str, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "bad.coh"
+    spec.write_text("protocol bad;\nthis is not a spec\n")
+    extra = ["--kind", "fsm", "--out", str(tmp_path)] if verb == "diagram" else []
+    assert main([verb, str(spec), *extra, "--progress", "jsonl"]) == 2
+    err = capsys.readouterr().err
+    recs = [json.loads(line) for line in err.splitlines()]
+    assert recs, "no record at all"
+    last = recs[-1]
+    assert last["type"] == "summary" and last["verdict"] == "error" and last["exit_code"] == 2
+    assert last["location"].startswith(str(spec) + ":1:"), last
+    assert [r for r in recs if r["type"] == "summary"] == [last]
+
+
+def test_a_bad_command_line_under_jsonl_is_one_json_record(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["diagram", MSI, "--progress", "jsonl"]) == 2  # --kind and --out missing
+    recs = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
+    assert len(recs) == 1 and recs[0]["verdict"] == "error" and "--kind" in recs[0]["message"]
