@@ -410,3 +410,33 @@ def test_hw_run_bad_options(argv: list[str], message: str,
                             capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["hw", "run", *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="no gcc")
+@pytest.mark.parametrize("name", ["IRIW", "R", "LB+data"])
+def test_generated_bucket_code_agrees_with_the_decoder(tmp_path: Path, name: str) -> None:
+    """The bucket arithmetic the kernels and the C helper compile (one generator) gives, for
+    every outcome and for out-of-range values, the bucket ``Codec`` decodes."""
+    t = find_test(name)
+    c = codec(t)
+    regs = cuda_gen.reg_positions(t)
+    nl = len(t.locations)
+    code = cuda_gen.outcome_index_code(t, regs_of="q{t}[{k}]", mem_of="m[{k}]", indent="  ")
+    n_in = len(regs) + nl
+    src = tmp_path / "b.c"
+    src.write_text("#include <stdio.h>\nint main(void) {\n"
+                   + "".join(f"  unsigned int q{r}[4] = {{0}};\n" for r in range(len(t.threads)))
+                   + f"  unsigned int m[{max(nl, 1)}] = {{0}};\n  unsigned int in[{n_in}];\n"
+                   + "  while (scanf(\"%u\", &in[0]) == 1) {\n"
+                   + "".join(f"    scanf(\"%u\", &in[{i}]);\n" for i in range(1, n_in))
+                   + "".join(f"    q{r}[{k}] = in[{i}];\n" for i, (r, k) in enumerate(regs))
+                   + "".join(f"    m[{k}] = in[{len(regs) + k}];\n" for k in range(nl))
+                   + "    {\n" + code + "\n    printf(\"%u\\n\", b); }\n  }\n  return 0;\n}\n")
+    exe = tmp_path / "b"
+    subprocess.run(["gcc", "-O1", "-o", str(exe), str(src)], check=True)
+    cases = [c.decode(b) for b in range(c.buckets)]
+    cases.append(tuple([0] * (n_in - 1) + [c.base]))  # a value no store writes
+    stdin = "\n".join(" ".join(str(v) for v in case) for case in cases if case is not None)
+    got = [int(x) for x in subprocess.run([str(exe)], input=stdin, check=True,
+                                          capture_output=True, text=True).stdout.split()]
+    assert got == [*range(c.buckets), c.buckets]
