@@ -172,12 +172,14 @@ def fair_sets(g: Graph, allowed: bytearray | None = None) -> tuple[array, int]:
     n = g.n
     label = array("i", [-1]) * n
     count = 0
-    work: list[bytearray | None] = [allowed]
+    everyone = [s for s in range(n) if allowed is None or allowed[s]]
+    # each work item: a region (as flags, and as its states, so no pass costs O(n) in Python)
+    work: list[tuple[bytearray | None, list[int]]] = [(allowed, everyone)]
     while work:
-        region = work.pop()
-        comp, ncomp = sccs(g, region)
+        region, states = work.pop()
+        comp, ncomp = sccs(g, region, roots=states)
         members: list[list[int]] = [[] for _ in range(ncomp)]
-        for s in range(n):
+        for s in states:
             if comp[s] >= 0:
                 members[comp[s]].append(s)
         for c in range(ncomp):
@@ -189,12 +191,12 @@ def fair_sets(g: Graph, allowed: bytearray | None = None) -> tuple[array, int]:
                     label[s] = count
                 count += 1
                 continue
-            rest = bytearray(n)
-            for s in members[c]:
-                if not (g.fair_tasks(s) & bad_strong):
+            rest_states = [s for s in members[c] if not (g.fair_tasks(s) & bad_strong)]
+            if rest_states:
+                rest = bytearray(n)
+                for s in rest_states:
                     rest[s] = 1
-            if any(rest):
-                work.append(rest)
+                work.append((rest, rest_states))
     return label, count
 
 
