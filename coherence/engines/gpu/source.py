@@ -42,6 +42,7 @@ typedef unsigned long long uintptr_t;
 #define CO_KERNEL extern "C" __global__
 #define CO_TID() ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x)
 CO_FN uint32_t co_load32(uint32_t *p) { return *(volatile uint32_t *)p; }
+CO_FN uint32_t co_load32cg(const uint32_t *p) { return __ldcg(p); }  /* L2, not L1 */
 CO_FN uint64_t co_load64(uint64_t *p) { return *(volatile uint64_t *)p; }
 CO_FN void co_store64(uint64_t *p, uint64_t v) { *(volatile uint64_t *)p = v; }
 CO_FN uint32_t co_cas32(uint32_t *p, uint32_t e, uint32_t v) { return atomicCAS(p, e, v); }
@@ -67,6 +68,7 @@ HOST_PRELUDE = r"""
 static uint64_t co_host_tid;
 #define CO_TID() co_host_tid
 CO_FN uint32_t co_load32(uint32_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+CO_FN uint32_t co_load32cg(const uint32_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 CO_FN uint64_t co_load64(uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 CO_FN void co_store64(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 CO_FN uint32_t co_cas32(uint32_t *p, uint32_t e, uint32_t v) {

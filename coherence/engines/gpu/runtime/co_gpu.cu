@@ -76,12 +76,26 @@ CO_FN void co_load(const uint64_t *ctx, uint64_t id, co_state *s) {
     for (int i = 0; i < CO_BYTES; i++) s->w[i >> 3] |= (uint64_t)p[i] << (8 * (i & 7));
 }
 
-/* Whether the stored state id (maybe written during this launch) equals s. */
+/* Words that cover CO_BYTES bytes from any offset within a word. */
+#define CO_SAME_WORDS ((CO_BYTES + 6) / 4)
+
+/* Whether the stored state id (maybe written during this launch) equals s. Its bytes are
+ * read as the aligned 32-bit words that cover them, all loads issued before any compare
+ * (a byte-by-byte loop that returns at the first difference makes each load wait for the
+ * last: one memory round trip per byte), through L2 (co_load32cg), not the multiprocessor's
+ * L1. The words past a segment's last state are its parent ids: never out of bounds. */
 CO_FN int co_same(const uint64_t *ctx, uint64_t id, const co_state *s) {
-    const volatile uint8_t *p = co_state_at(ctx, id);
-    for (int i = 0; i < CO_BYTES; i++)
-        if (p[i] != (uint8_t)(s->w[i >> 3] >> (8 * (i & 7)))) return 0;
-    return 1;
+    const uintptr_t at = (uintptr_t)co_state_at(ctx, id);
+    const uint32_t *w = (const uint32_t *)(at & ~(uintptr_t)3);
+    const int off = (int)(at & 3);
+    uint32_t got[CO_SAME_WORDS];
+    for (int k = 0; k < CO_SAME_WORDS; k++) got[k] = co_load32cg(w + k);
+    uint32_t diff = 0;
+    for (int i = 0; i < CO_BYTES; i++) {
+        const int j = off + i;
+        diff |= ((got[j >> 2] >> (8 * (j & 3))) ^ (uint32_t)(s->w[i >> 3] >> (8 * (i & 7)))) & 0xffu;
+    }
+    return diff == 0;
 }
 
 CO_FN void co_record_failure(uint64_t *ctx, int key, uint32_t id, uint64_t depth) {
