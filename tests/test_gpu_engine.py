@@ -22,7 +22,7 @@ from coherence.engines.cgen.codegen import generate
 from coherence.engines.compiled import CompiledEngine
 from coherence.engines.driver import run
 from coherence.engines.gpu import GpuEngine
-from coherence.engines.gpu.device import find_cxx
+from coherence.engines.gpu.device import find_cc
 from coherence.engines.gpu.source import kernel_source
 from coherence.layout import Layout
 from coherence.mutants import find_mutants, parse_header
@@ -30,8 +30,7 @@ from coherence.results import CheckOptions, CheckResult
 from coherence.spec.select import drop_properties
 
 needs_compilers = pytest.mark.skipif(
-    find_cxx() is None or CompiledEngine().available() is not None,
-    reason="no C and C++ compiler")
+    find_cc() is None or CompiledEngine().available() is not None, reason="no C compiler")
 
 MUTANTS = find_mutants(ROOT / "specs" / "mutants")
 CAP = 1500  # states of a random spec's search (as tests/test_random_specs.py)

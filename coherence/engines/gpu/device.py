@@ -1,5 +1,6 @@
 """Where the GPU engine's kernels run: the GPU through CuPy (``CupyDevice``), or the host
-(``HostDevice``: the same translation unit compiled by g++, each launch running its threads
+(``HostDevice``: the same translation unit compiled as C by the system's C compiler, each
+launch running its threads
 one after another), so that the search's host logic and the kernels' hashing and insertion
 are tested on machines without a GPU. CuPy is imported only by ``CupyDevice``."""
 
@@ -55,18 +56,19 @@ class HostBuffer:
         self.nbytes = nbytes
 
 
-def find_cxx() -> str | None:
-    for name in (os.environ.get("CXX"), "g++", "c++", "clang++"):
-        if name and shutil.which(name):
+def find_cc() -> str | None:
+    for name in (os.environ.get("CC"), "cc", "gcc", "clang"):
+        if name and shutil.which(name.split()[0]):
             return name
     return None
 
 
 def build_host_library(source: str, cache: Path | None = None) -> Path:
-    """``source`` compiled by the host's C++ compiler into a shared library, cached by hash."""
-    cxx = find_cxx()
-    if cxx is None:
-        raise DeviceUnavailable("no C++ compiler (g++, c++ or clang++) for the host emulation")
+    """``source`` compiled as C by the host's C compiler into a shared library, cached by
+    hash (the generated model is C99 and the runtime keeps to the C/C++ common subset)."""
+    cc = find_cc()
+    if cc is None:
+        raise DeviceUnavailable("no C compiler (cc, gcc or clang) for the host emulation")
     digest = hashlib.sha256(source.encode()).hexdigest()[:24]
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     cache = cache or Path(base) / "coherence" / "gpu-host"  # as the compiled engine's builds
@@ -75,13 +77,14 @@ def build_host_library(source: str, cache: Path | None = None) -> Path:
     if lib.exists():
         return lib
     with tempfile.TemporaryDirectory(dir=cache) as tmp:
-        src = Path(tmp) / "co_gpu.cpp"
+        src = Path(tmp) / "co_gpu.c"
         src.write_text(source)
         out = Path(tmp) / lib.name
-        proc = subprocess.run([cxx, "-std=c++17", "-O1", "-fPIC", "-shared", "-w", "-o", str(out),
-                               str(src)], capture_output=True, text=True, check=False)
+        cmd = [*cc.split(), "-std=gnu11", "-O1", "-fPIC", "-shared", "-w", "-o", str(out),
+               str(src)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
-            raise RuntimeError(f"{cxx} failed on the GPU engine's host source:\n{proc.stderr}")
+            raise RuntimeError(f"{cc} failed on the GPU engine's host source:\n{proc.stderr}")
         os.replace(out, lib)
     return lib
 

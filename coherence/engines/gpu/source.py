@@ -3,9 +3,9 @@
 kernel runtime (``runtime/co_gpu.cu``).
 
 Two targets share every line after the prelude: ``nvrtc`` (CUDA C++ for ``cupy.RawModule``:
-``__device__`` functions, CUDA atomics) and ``host`` (plain C++ for g++, GCC atomics, and a
-serial launcher that runs a kernel's threads one after another), so the successor, hashing
-and insertion logic is compiled and tested on machines without a GPU.
+``__device__`` functions, CUDA atomics) and ``host`` (C for the system's C compiler, GCC
+atomics, and a serial launcher that runs a kernel's threads one after another), so the
+successor, hashing and insertion logic is compiled and tested on machines without a GPU.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ CO_FN uint32_t co_load32cg(const uint32_t *p) { return __atomic_load_n(p, __ATOM
 CO_FN uint64_t co_load64(uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 CO_FN void co_store64(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 CO_FN uint32_t co_cas32(uint32_t *p, uint32_t e, uint32_t v) {
-    __atomic_compare_exchange_n(p, &e, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    __atomic_compare_exchange_n(p, &e, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
     return e;
 }
 CO_FN uint32_t co_xchg32(uint32_t *p, uint32_t v) {
@@ -83,7 +83,7 @@ CO_FN uint64_t co_add64(uint64_t *p, uint64_t v) {
 }
 CO_FN void co_min64(uint64_t *p, uint64_t v) {
     uint64_t cur = __atomic_load_n(p, __ATOMIC_SEQ_CST);
-    while (v < cur && !__atomic_compare_exchange_n(p, &cur, v, false, __ATOMIC_SEQ_CST,
+    while (v < cur && !__atomic_compare_exchange_n(p, &cur, v, 0, __ATOMIC_SEQ_CST,
                                                    __ATOMIC_SEQ_CST)) {
     }
 }
@@ -93,8 +93,7 @@ CO_FN void co_add_rules(uint64_t *p, uint64_t v) { co_add64(p, v); }
 
 # The host target's entry point: a kernel's threads 0 .. n-1, one after another.
 HOST_LAUNCHER = r"""
-extern "C" int co_host_launch(int kernel, uint64_t n, uint64_t *ctx, uint64_t a, uint64_t b,
-                              uint64_t c) {
+int co_host_launch(int kernel, uint64_t n, uint64_t *ctx, uint64_t a, uint64_t b, uint64_t c) {
     for (co_host_tid = 0; co_host_tid < n; co_host_tid++) {
         switch (kernel) {
         case 0: co_k_expand(ctx, a, b, c); break;
@@ -105,7 +104,7 @@ extern "C" int co_host_launch(int kernel, uint64_t n, uint64_t *ctx, uint64_t a,
     }
     return 0;
 }
-extern "C" int co_host_bytes(void) { return CO_BYTES; }
+int co_host_bytes(void) { return CO_BYTES; }
 """
 
 SINK_DECLS = r"""
