@@ -16,8 +16,8 @@ with agent parameters, bodies with assignments (some out of range at run time: m
 errors), undefine, if/else, for over agents, let, send/broadcast, perform load/store, set
 methods, assert and goto; invariants with agent and message quantifiers and ``inflight``,
 and sometimes ``property coherent: coherence;``; named constants (as capacities), ``not in``
-and ``if ... then ... else`` expressions (issue 15's additions, which every engine must agree
-on).
+and ``if ... then ... else`` expressions, procedures (called by a rule; issue 15's additions,
+which every engine must agree on).
 
 Expressions are built by type: each context knows the names it can read and their types, so
 every expression type-checks; run-time errors (undefined reads, overflow, failed asserts, a
@@ -106,6 +106,7 @@ class SpecBuilder:
         self.events: list[tuple[str, list[tuple[str, Type]]]] = []
         self.home_states: list[str] = []
         self.cache_states: list[str] = []
+        self.procedures: list[str] = []  # top-level declarations, each called by one rule
 
     # ------------------------------------------------------------------ small helpers
     def name(self, prefix: str) -> str:
@@ -526,6 +527,11 @@ class SpecBuilder:
                 # the first event's first transition is unguarded, so that most specs move
                 out += self.transitions(states, ev, ectx, params=text,
                                         first_unguarded=ev == self.events[0][0])
+        if self.chance(0.25):  # a procedure of this machine, called by a rule for each agent
+            proc, p, a = self.name("Proc"), self.name("p"), self.name("a")
+            body = self.block(ctx.with_name(p, AGENT), 2, least=1)
+            self.procedures.append(f"procedure {proc}({p}: agent) {{ {' '.join(body)} }}")
+            out.append(f"  rule {self.name('Rule')}({a}: agent) {{ {proc}({a}); }}")
         for _ in range(self.draw(st.integers(0, 2))):
             r = self.name("Rule")
             rctx = ctx
@@ -604,7 +610,7 @@ class SpecBuilder:
         cache_head = self.machine("cache")
         home_body = self.machine_body("home")
         cache_body = self.machine_body("cache")
-        out += [home_head, *home_body, "}", cache_head, *cache_body, "}"]
+        out += [*self.procedures, home_head, *home_body, "}", cache_head, *cache_body, "}"]
         for _ in range(draw(st.integers(0, 2))):
             agents = [self.name("a") for _ in range(draw(st.integers(0, 2)))]
             ctx = self.invariant_ctx(None, [])

@@ -260,9 +260,10 @@ def test_cli_refuses_a_double_goto_with_exit_code_2(tmp_path: Path,
     assert "Traceback" not in err
 
 
-def test_random_specs_use_the_new_expressions() -> None:
-    """``tests/strategies.py`` draws constants, ``not in`` and ``if ... then ... else``, so every
-    property test over random specs (engines, symmetry, layout, Z3) covers them too."""
+def test_random_specs_use_the_additions() -> None:
+    """``tests/strategies.py`` draws constants, procedures, ``not in`` and ``if ... then ...
+    else``, so every property test over random specs (engines, symmetry, layout, Z3) covers
+    them too."""
     from hypothesis import HealthCheck, Phase, given, settings
     from strategies import loaded_specs
 
@@ -273,10 +274,10 @@ def test_random_specs_use_the_new_expressions() -> None:
     @given(loaded_specs())
     def collect(spec: tuple[str, ir.Model]) -> None:
         text = spec[0]
-        seen.update(k for k in ("not in", "(if ", "const ") if k in text)
+        seen.update(k for k in ("not in", "(if ", "const ", "procedure ") if k in text)
 
     collect()
-    assert seen == {"not in", "(if ", "const "}
+    assert seen == {"not in", "(if ", "const ", "procedure "}
 
 
 def test_events_listed_together_bind_the_same_parameters() -> None:
