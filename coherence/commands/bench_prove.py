@@ -34,6 +34,11 @@ def add_args(p: argparse.ArgumentParser) -> None:
                    help="seconds each proof may take (default: 300)")
     p.add_argument("--rlimit", type=positive_int, metavar="N",
                    help="bound each Z3 check of the proofs by N resource units (see prove)")
+    p.add_argument("--infer", action="store_true",
+                   help="instead: prove --agents any --infer on each protocol without its "
+                        "hand-written aux invariants (tests/specs/infer/, or the --proofs "
+                        "given), beside the proof with them: candidates, kept, seconds per "
+                        "phase")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     add_progress_args(p)
 
@@ -46,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
     params = parse_overrides(args.param)
     if "agents" in params:
         raise SpecError("--param agents: the agent counts come from --agents-list", NO_SPAN)
+    if args.infer:
+        return _run_infer(args)
     agents = [int(x) for x in args.agents_list.split(",") if x.strip()]
     cases = len(agents) + len(args.proofs)
     with reporter(args, "coherence bench prove") as rep:
@@ -88,4 +95,43 @@ def run(args: argparse.Namespace) -> int:
     for p in proofs:
         out.print(f"proof --agents any {p['spec']}: {p['verdict']} in {p['seconds']:.2f} s "
                   f"({p['detail']})", markup=False)
+    return 0
+
+
+def _run_infer(args: argparse.Namespace) -> int:
+    from coherence.commands.common import out_console, reporter
+    from coherence.smt.bench import INFER_SPECS, infer_row
+
+    pairs: list[tuple[str, str | None]] = list(INFER_SPECS)
+    if args.proofs != DEFAULT_SPECS:
+        pairs = [(s, None) for s in args.proofs]
+    with reporter(args, "coherence bench prove") as rep:
+        rep.header(None, {}, "z3", {"proof_timeout": args.proof_timeout,
+                                    "rlimit": args.rlimit}, infer=[s for s, _ in pairs])
+        rows = []
+        for i, (spec, base) in enumerate(pairs):
+            what = f"case {i + 1} of {len(pairs)}: prove --infer {spec}"
+            rep.update(what, done=i, total=len(pairs), force=True)
+            rows.append(infer_row(spec, base, args.proof_timeout, args.rlimit,
+                                  progress=lambda s, what=what, i=i: rep.update(
+                                      f"{what}: {s}", done=i, total=len(pairs))))
+        rep.finish("measured", 0, cases=len(pairs))
+    if args.json:
+        emit_json({"tool": "coherence bench prove --infer", "infer": rows})
+        return 0
+    out = out_console()
+    out.print("spec | verdict | candidates | taken in | kept | final | explore s | filter s "
+              "| Houdini s | final proof s | total s | hand-written aux proof s", markup=False)
+    for r in rows:
+        st = r["stats"]
+        sec = st.get("seconds", {})
+        base = r.get("baseline")
+        out.print(" | ".join(str(x) for x in (
+            r["spec"], r["verdict"], st.get("candidates", "-"), st.get("taken_in", "-"),
+            st.get("support", "-"), st.get("final", "-"), sec.get("explore", "-"),
+            sec.get("filter", "-"), sec.get("houdini", "-"), sec.get("final_proof", "-"),
+            r["seconds"], f"{base['seconds']} ({base['verdict']})" if base else "-")),
+            markup=False)
+        if r["detail"]:
+            out.print(f"  {r['detail']}", markup=False)
     return 0

@@ -4,6 +4,9 @@
   default) at each agent count; baseline: the reference checker's BFS to the same depth
   (``--max-depth``), run side by side, as a ratio.
 * Parameterised proofs (``--agents any``): the time and verdict of each spec's proof.
+* Inferred invariants (``--infer``): per protocol without its hand-written auxiliary
+  invariants, the candidates mined, taken in and kept, and the seconds of each phase, beside
+  the proof with the hand-written ones.
 """
 
 from __future__ import annotations
@@ -67,3 +70,39 @@ def proof_row(spec: str, timeout: float, rlimit: int | None = None,
         verdict, detail = "unsupported", f"{err.location()}: {err.message}"
     return {"spec": spec, "verdict": verdict, "detail": detail,
             "seconds": round(time.perf_counter() - t, 3)}
+
+
+# ``bench prove --infer``: each bundled protocol without its hand-written auxiliary invariants
+# (tests/specs/infer/), beside the proof of the bundled spec with them (the baseline)
+NOAUX = SPECS.parent / "tests" / "specs" / "infer"
+INFER_SPECS = [(str(NOAUX / f"{n}.coh"), str(SPECS / f"{n}.coh"))
+               for n in ("german", "broadcast_invalidate_acked")] + [
+    (str(SPECS / f"{n}.coh"), str(SPECS / f"{n}.coh"))
+    for n in ("msi_directory", "mesi_directory")]
+
+
+def infer_row(spec: str, baseline: str | None, timeout: float,
+              rlimit: int | None = None,
+              progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """``prove --agents any --infer`` on ``spec`` (coherence monitors skipped): verdict,
+    counts and seconds per phase; beside it the proof of ``baseline`` (hand-written aux)."""
+    from coherence.errors import SpecError
+    from coherence.smt.infer import InferOptions, infer
+    from coherence.spec.load import load_spec
+    from coherence.spec.select import drop_properties
+
+    model = load_spec(spec)
+    model = drop_properties(model, [p.name for p in model.properties])
+    t = time.perf_counter()
+    row: dict[str, Any] = {"spec": spec}
+    try:
+        r = infer(model, InferOptions(timeout=timeout, final_rlimit=rlimit), progress)
+        row.update(verdict=r.proof.verdict, detail=r.missing or r.proof.reason or "",
+                   stats=r.stats, invariants=r.lines)
+    except SpecError as err:
+        row.update(verdict="unsupported", detail=f"{err.location()}: {err.message}", stats={},
+                   invariants=[])
+    row["seconds"] = round(time.perf_counter() - t, 3)
+    if baseline is not None:
+        row["baseline"] = proof_row(baseline, timeout, rlimit)
+    return row

@@ -30,7 +30,7 @@ class InferOptions:
     explore_seconds: float = 8.0  # all sizes together
     literals: dict[str, int] = attrs.Factory(
         lambda: {"global": 2, "agent": 4, "pair": 3, "msg": 3})
-    rlimit: int = 8_000_000  # per unbounded Houdini check
+    rlimit: int = 2_000_000  # per unbounded Houdini check
     timeout: float | None = None  # the final proof's (prove --timeout)
     final_rlimit: int | None = None  # the final proof's (prove --rlimit)
 

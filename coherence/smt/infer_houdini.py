@@ -155,7 +155,7 @@ class HoudiniResult:
 
 
 def houdini(model: ir.Model, cands: list[Candidate], templates: Templates,
-            rlimit: int = 8_000_000, query_ms: int | None = None,
+            rlimit: int = 2_000_000, query_ms: int | None = None,
             progress: Callable[[str], None] | None = None) -> HoudiniResult:
     """The support of the targets among ``cands`` (see the module docstring)."""
     t0 = time.perf_counter()
