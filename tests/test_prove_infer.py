@@ -44,8 +44,8 @@ def _holds_at(model: object, lines: list[str], sizes: tuple[int, ...]) -> None:
 
 def test_mined_candidates_hold_in_the_checker_where_they_were_mined() -> None:
     model = _model(NOAUX / "broadcast_invalidate_acked.coh")
-    cands, stats, _tpl = mine(model, sizes=(2,), max_literals={"global": 2, "agent": 2,
-                                                               "pair": 2, "msg": 2})
+    cands, stats, _tpl = mine(model, sizes=(2,), max_literals={"global": 1, "agent": 2,
+                                                               "pair": 2, "msg": 1})
     assert stats.sizes[0][2] and len(cands) == stats.kept > 20
     assert stats.generated > len(cands)
     # pasted into the spec, every candidate holds at 2 agents (they were mined there) ...
@@ -91,10 +91,22 @@ def test_cli_infer_needs_agents_any_and_write_needs_infer(tmp_path: Path) -> Non
     assert r.returncode == 2 and "--write needs --infer" in r.stderr
 
 
-def test_cli_unsupported_spec_is_a_located_error_before_exploring() -> None:
-    r = _cli("prove", str(SPECS / "msi_directory.coh"), "--agents", "any", "--infer",
-             "--skip", "coherent")
-    assert r.returncode == 2 and "error:" in r.stderr and "Traceback" not in r.stderr
+COUNTING = """
+param agents = 3;
+home machine H { stable state R; init R; var acks: int[0..agents] = 0;
+  rule Start when acks == 0 { acks := agents - 1; }
+}
+cache machine C { stable state I; init I; }
+invariant fine: H.acks >= 0;
+"""
+
+
+def test_cli_unsupported_spec_is_a_located_error_before_exploring(tmp_path: Path) -> None:
+    path = tmp_path / "counting.coh"
+    path.write_text(COUNTING)
+    r = _cli("prove", str(path), "--agents", "any", "--infer")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert f"{path}:4:" in r.stderr and "number of agents" in r.stderr
 
 
 @pytest.mark.slow

@@ -70,7 +70,7 @@ def infer(model: ir.Model, options: InferOptions | None = None,
                                     opts.literals)
     t1 = time.perf_counter()
     say(f"{len(cands)} candidates hold in every explored state; Houdini")
-    h = houdini(model, cands, templates, rlimit=opts.rlimit)
+    h = houdini(model, cands, templates, rlimit=opts.rlimit, progress=say)
     t2 = time.perf_counter()
     taken = {inv.name for inv in model.invariants}
     names = _names(taken, len(h.support))
@@ -81,7 +81,8 @@ def infer(model: ir.Model, options: InferOptions | None = None,
         missing = _missing(h.failed, opts)
     say(f"proving the spec with {len(lines)} inferred invariants from scratch")
     proved_model = extend(model, _block(lines)) if lines else model
-    proof = prove_all(proved_model, timeout=opts.timeout, rlimit=opts.final_rlimit)
+    proof = prove_all(proved_model, timeout=opts.timeout, rlimit=opts.final_rlimit,
+                      progress=lambda d, t, what: say(f"final proof: {what} ({d} of {t})"))
     t3 = time.perf_counter()
     stats = {
         "explored": [{"agents": n, "states": s, "complete": c, "seconds": round(sec, 3)}

@@ -364,51 +364,149 @@ def houdini(model: ir.Model, cands: list[Candidate], templates: Templates,
                         proved[key] = core
                         return core
                 return None
-            stats["ctis"] += 1
-            rows = templates.rows(found[1], found[0])
-            new = [k for k in range(len(cands))
-                   if alive[k] and not in_sel[k] and violated(cands[k], rows)]
-            if not new:
+            if not take_in(found):
                 return None
-            # greedy set cover: the candidates that rule out the most counterexamples met so
-            # far, then the smallest
-            history.append(rows)
-            new.sort(key=lambda k: (-sum(violated(cands[k], r) for r in history[-HISTORY:]),
-                                    cands[k].size, KIND_ORDER.get(cands[k].kind, 3), k))
-            for k in new[:TAKE_PER_CTI]:
-                in_sel[k] = True
-                selected.append(k)
-                if progress:
-                    progress(f"took in {cands[k].text}")
+
+    fresh_lits = iter(range(1 << 30))
+
+    def take_in(found: tuple[Any, Semantics]) -> bool:
+        """Take in the candidate ruling out the counterexample's pre-state that rules out the
+        most of those met so far; False when no alive candidate rules it out."""
+        stats["ctis"] += 1
+        rows = templates.rows(found[1], found[0])
+        new = [k for k in range(len(cands))
+               if alive[k] and not in_sel[k] and violated(cands[k], rows)]
+        if not new:
+            return False
+        history.append(rows)
+        new.sort(key=lambda k: (-sum(violated(cands[k], r) for r in history[-HISTORY:]),
+                                cands[k].size, KIND_ORDER.get(cands[k].kind, 3), k))
+        for k in new[:TAKE_PER_CTI]:
+            in_sel[k] = True
+            selected.append(k)
+            if progress:
+                progress(f"{len(selected)} candidates taken in, {stats['queries']} queries: "
+                         f"{cands[k].text}")
+        return True
+
+    def prove_batch(gs: list[Goal], a: int) -> Goal | None:
+        """Prove every goal of ``gs`` after action ``a`` together: one finite search per size
+        and one unbounded query for all of them (its core is every goal's), goal by goal only
+        when that query is not settled. Returns a goal that cannot be proved, or None."""
+        negs: list[tuple[Goal, tuple[str, int], Any]] = []
+        for g in gs:
+            key = (gkey(g), a)
+            neg = negated_goal(g, a)
+            if neg is None:
+                proved[key] = frozenset()
+                continue
+            negs.append((g, key, neg))
+        if not negs:
+            return None
+        s = solver(a)
+        for _g, key, neg in negs:
+            if key not in glits:
+                glits[key] = z3.Bool(f"goal|{key[0]}|{a}")
+                s.add(z3.Implies(glits[key], neg))
+        any_goal = z3.Or(*[glits[key] for _g, key, _n in negs])
+        while True:
+            hyp = [*tlits, *(clits[k] for k in selected if alive[k])]
+            found = None
+            for n in range(1, MAX_CTI_AGENTS + 1):
+                try:
+                    fs = finite_solver(a, n)
+                    goals_in = finite[(a, n)][2]
+                    for _g, key, neg in negs:
+                        if key[0] not in goals_in:
+                            fs.add(z3.Implies(glits[key], unroll(neg, n)))
+                            for x in _free_nodes([neg], NODE):
+                                fs.add(z3.Implies(glits[key],
+                                                  z3.Or(*[x == e for e in elems_of[n]])))
+                            goals_in.add(key[0])
+                except _TooLarge:
+                    break
+                r = z3.Bool(f"batch|{next(fresh_lits)}")
+                fs.add(z3.Implies(r, any_goal))
+                budget.apply(fs, True)
+                if fs.check(*hyp, r) == z3.sat:
+                    model_ = fs.model()
+                    broken = next(g for g, key, _n in negs
+                                  if z3.is_true(model_.eval(glits[key], model_completion=True)))
+                    if n not in instances:
+                        from coherence.spec.load import rebind
+                        inst = rebind(model, {"agents": n})
+                        instances[n] = (inst, Semantics(inst))
+                    inst, sem = instances[n]
+                    c = _Concrete(model_, HOME, UNDEF_N, elems_of[n][2:])
+                    found = (_state(inst, cur, c), sem)
+                    break
+            if found is not None:
+                if not take_in(found):
+                    return broken
+                continue
+            r = z3.Bool(f"batch|{next(fresh_lits)}")
+            s.add(z3.Implies(r, any_goal))
+            stats["queries"] += 1
+            budget.apply(s, True)
+            t_q = time.perf_counter()
+            res = s.check(*hyp, r)
+            if DEBUG:
+                print(f"  batch of {len(negs)} at {a}: {res} {time.perf_counter() - t_q:.2f}s")
+            if res == z3.unsat:
+                core = frozenset(lit_index[x.get_id()] for x in s.unsat_core()
+                                 if x.get_id() in lit_index)
+                for _g, key, _n in negs:
+                    proved[key] = core
+                return None
+            for g, _key, _n in negs:  # goal by goal
+                if prove(g, a) is None:
+                    return g
+            return None
 
     goals = [Goal(n) for n in targets] + [Goal("error:error"), Goal(ONE_PER_KIND)]
     where = ["the initial state"] + [f"action {m.name}.{_label(t)}" for m, t in acts]
     failed: list[str] = []
+
+    def valid(g: Goal, a: int) -> bool:
+        old = proved.get((gkey(g), a))
+        return old is not None and all(alive[k] for k in old)
+
     while True:
         support: set[int] = set()
-        work: list[Goal] = list(goals)
+        active: list[Goal] = list(goals)
+        seen: set[str] = {gkey(g) for g in active}
         restart = False
-        seen: set[str] = {gkey(g) for g in work}
-        while work and not restart and not failed:
-            g = work.pop(0)
+        grew = True
+        while grew and not restart and not failed:
+            grew = False
             for a in range(-1, len(acts)):
-                core = prove(g, a)
-                if core is None:
-                    if g.cand is None:
-                        failed.append(f"{g.name} is not preserved by {where[a + 1]}"
-                                      if a >= 0 else f"{g.name} does not hold initially")
+                pending = [g for g in active if not valid(g, a)]
+                bad = None
+                if a < 0:
+                    bad = next((g for g in pending if prove(g, a) is None), None)
+                elif pending:
+                    bad = prove_batch(pending, a)
+                if bad is not None:
+                    if bad.cand is None:
+                        failed.append(f"{bad.name} is not preserved by {where[a + 1]}"
+                                      if a >= 0 else f"{bad.name} does not hold initially")
                         break
-                    alive[g.cand] = False
+                    alive[bad.cand] = False
                     if progress:
-                        progress(f"dropped {cands[g.cand].text}")
+                        progress(f"dropped {cands[bad.cand].text}")
                     restart = True
                     break
-                for k in core:
-                    if k not in support:
+            if restart or failed:
+                break
+            for g in active:  # the supports of every proof, as goals in turn
+                for a in range(-1, len(acts)):
+                    for k in proved.get((gkey(g), a), frozenset()):
                         support.add(k)
-                        if f"cand{k}" not in seen:
-                            seen.add(f"cand{k}")
-                            work.append(Goal("", k))
+            for k in sorted(support):
+                if f"cand{k}" not in seen:
+                    seen.add(f"cand{k}")
+                    active.append(Goal("", k))
+                    grew = True
         if failed or not restart:
             break
     final = sorted(k for k in support if alive[k]) if not failed else []
