@@ -67,6 +67,20 @@ def test_host_kernels_match_the_compiled_engine(spec: str, symmetry: bool,
 
 
 @needs_compilers
+@pytest.mark.parametrize("symmetry, states", [(False, 68), (True, 36)], ids=["nosym", "sym"])
+def test_host_kernels_keep_the_language_additions(symmetry: bool, states: int,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """``assume`` (states thrown away), the conditional expression, ``not in``, constants and
+    procedures reach the GPU kernels through the generated code: counts as pinned in
+    tests/test_language_engines.py."""
+    monkeypatch.setenv("COHERENCE_CFLAGS", "-O1")
+    gpu, compiled = both(load("tests/specs/language/features.coh", 2),
+                         CheckOptions(symmetry=symmetry, threads=2))
+    assert gpu.states == states
+    assert summary(gpu) == summary(compiled)
+
+
+@needs_compilers
 @pytest.mark.parametrize("path", MUTANTS[::5], ids=lambda p: p.stem)
 def test_host_kernels_find_the_mutants_bugs(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COHERENCE_CFLAGS", "-O0")
