@@ -322,3 +322,10 @@ def test_message_sequence_chart_marks_the_cycle() -> None:
                   if f.name == "served")
     source = chart(model, as_failure(served), "check").source
     assert "steps 2..3 repeat forever" in source and "the cycle starts here" in source
+
+
+def test_a_bounded_liveness_search_is_incomplete_not_a_verdict() -> None:
+    model = load_spec_text(spec(), "x.coh")
+    from coherence.liveness import check_liveness
+    live = check_liveness(model, CheckOptions(max_states=5))
+    assert live.stopped == "--max-states 5 reached" and live.failures == []

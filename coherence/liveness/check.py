@@ -31,6 +31,12 @@ from collections.abc import Callable
 import attrs
 
 from coherence import ir
+from coherence.engines.stopping import (
+    StopOnSignals,
+    StopRequest,
+    memory_limit_reached,
+    time_limit_reached,
+)
 from coherence.layout import Layout
 from coherence.liveness.graph import (
     Graph,
@@ -44,8 +50,8 @@ from coherence.liveness.graph import (
     source,
 )
 from coherence.liveness.tasks import Tasks
-from coherence.memory import peak_rss_bytes
-from coherence.results import CheckOptions, Failure
+from coherence.memory import peak_rss_bytes, rss_bytes
+from coherence.results import CheckOptions, Failure, Progress
 from coherence.semantics import ModelError, Outcome, Semantics, State
 from coherence.trace import Step, TraceReplayError, describe
 
@@ -157,7 +163,21 @@ def _build(sem: Semantics, layout: Layout, insts: list[Instance], tasks: Tasks,
 
     for s in sem.initial_states():
         add(layout.pack(s), -1)
+    request = StopRequest()
+    with StopOnSignals(request):
+        stopped = _search(sem, layout, tests, tasks, options, start, request, packed, add,
+                          first, dst, task, errors)
+    return _Built(Graph(first, dst, task, tasks.strong), packed, parent, errors, stopped)
+
+
+def _search(sem: Semantics, layout: Layout, tests: list, tasks: Tasks, options: CheckOptions,
+            start: float, request: StopRequest, packed: list[int], add: Callable,
+            first: array, dst: array, task: array,
+            errors: dict[str, tuple[int, str]]) -> str | None:
+    """The breadth-first loop of ``_build``: every state's predicates and edges, in order,
+    until done or stopped (limits, SIGINT/SIGTERM), with progress reports."""
     stopped: str | None = None
+    last_report = start
     i = 0
     while i < len(packed):
         state = layout.unpack(packed[i])
@@ -184,11 +204,22 @@ def _build(sem: Semantics, layout: Layout, insts: list[Instance], tasks: Tasks,
         if options.max_states is not None and len(packed) > options.max_states:
             stopped = f"--max-states {options.max_states} reached"
             break
-        if (options.time_limit is not None and i % 256 == 0
-                and time.perf_counter() - start > options.time_limit):
-            stopped = f"--time-limit {options.time_limit:g} s reached"
+        if request.reason is not None:
+            stopped = request.reason
             break
-    return _Built(Graph(first, dst, task, tasks.strong), packed, parent, errors, stopped)
+        if i % 256 == 0:
+            now = time.perf_counter()
+            if options.time_limit is not None and now - start > options.time_limit:
+                stopped = time_limit_reached(options.time_limit)
+                break
+            if options.memory_limit is not None and rss_bytes() > options.memory_limit:
+                stopped = memory_limit_reached(options.memory_limit)
+                break
+            if options.progress is not None and now - last_report >= options.progress_every:
+                last_report = now
+                options.progress(Progress(len(packed), len(packed) - i, 0, len(dst),
+                                          now - start, rss_bytes()))
+    return stopped
 
 
 def _stem(parent: array, state: int) -> list[int]:
