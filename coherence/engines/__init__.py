@@ -7,18 +7,23 @@ toolchains (a C compiler, CuPy, Ray) are needed only by the engine that uses the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from coherence import ir
 from coherence.engines.api import Engine
 from coherence.results import CheckOptions, CheckResult
 
-ENGINE_NAMES = ("auto", "reference", "compiled", "gpu")
+ENGINE_NAMES = ("auto", "reference", "compiled", "gpu", "distributed")
 
 
 class EngineUnavailable(Exception):
     """The chosen engine cannot run here (the message says why, in one line)."""
 
 
-def get_engine(name: str) -> Engine:
+def get_engine(name: str, settings: Mapping[str, Any] | None = None) -> Engine:
+    """The engine called ``name``; ``settings`` are its own options (the distributed engine's
+    workers, address, checkpoint, resume)."""
     if name == "reference":
         from coherence.engines.reference import ReferenceEngine
         return ReferenceEngine()
@@ -31,10 +36,14 @@ def get_engine(name: str) -> Engine:
     if name == "gpu":  # CuPy is imported only when the engine runs
         from coherence.engines.gpu import GpuEngine
         return GpuEngine()
+    if name == "distributed":  # Ray is imported only when the engine runs
+        from coherence.engines.distributed import DistributedEngine
+        return DistributedEngine(**(settings or {}))
     raise EngineUnavailable(f"unknown engine '{name}' (choose from {', '.join(ENGINE_NAMES)})")
 
 
-def resolve_engine(name: str) -> tuple[Engine, list[str]]:
+def resolve_engine(name: str, settings: Mapping[str, Any] | None = None
+                   ) -> tuple[Engine, list[str]]:
     """The engine to run for ``name``, and notes for the report (``auto`` picks the fastest
     that can run here)."""
     if name == "auto":
@@ -46,7 +55,7 @@ def resolve_engine(name: str) -> tuple[Engine, list[str]]:
         if reason is None:
             return compiled, []
         return get_engine("reference"), [f"reference engine used: {reason}"]
-    engine = get_engine(name)
+    engine = get_engine(name, settings)
     reason = engine.available()
     if reason is not None:
         raise EngineUnavailable(f"the {name} engine cannot run here: {reason}")
@@ -54,9 +63,9 @@ def resolve_engine(name: str) -> tuple[Engine, list[str]]:
 
 
 def check(model: ir.Model, options: CheckOptions | None = None,
-          engine: str = "reference") -> CheckResult:
+          engine: str = "reference", settings: Mapping[str, Any] | None = None) -> CheckResult:
     from coherence.engines.driver import run
-    chosen, notes = resolve_engine(engine)
+    chosen, notes = resolve_engine(engine, settings)
     try:
         result = run(chosen, model, options)
     except EngineUnavailable as err:
