@@ -22,10 +22,21 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", choices=ENGINE_NAMES, default="auto",
                    help="how to explore: reference (plain Python, the oracle), compiled (C "
                         "generated from the spec, on every core), gpu (the same C compiled for an "
-                        "NVIDIA GPU with CuPy), auto (compiled where a C compiler exists, else "
+                        "NVIDIA GPU with CuPy), distributed (the same C on Ray workers, "
+                        "docs/distributed.md), auto (compiled where a C compiler exists, else "
                         "reference with a note; the default)")
     p.add_argument("--threads", type=positive_int, metavar="N",
                    help="threads for engines that use several cores (default: all cores)")
+    dist = p.add_argument_group("distributed engine (--engine distributed)")
+    dist.add_argument("--workers", type=positive_int, metavar="N",
+                      help="Ray workers, one CPU each (default: this machine's cores, or the "
+                           "checkpoint's when resuming)")
+    dist.add_argument("--address", metavar="HOST:PORT",
+                      help="join this Ray cluster (default: start a local one)")
+    dist.add_argument("--checkpoint", metavar="DIR",
+                      help="write every worker's partition to DIR at each level's end")
+    dist.add_argument("--resume", metavar="DIR",
+                      help="continue the run checkpointed in DIR (and keep checkpointing there)")
     p.add_argument("--time-limit", type=_positive_float, metavar="SECONDS",
                    help="stop with a partial result after this long (exit 3)")
     p.add_argument("--memory-limit", type=_size, metavar="SIZE",
@@ -55,6 +66,19 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace-out", type=output_file, metavar="FILE",
                    help="save the counterexample traces as JSON (for `coherence diagram`)")
     add_diagram_arg(p)
+
+
+def _settings(args: argparse.Namespace, engine: str) -> dict[str, Any] | None:
+    """The distributed engine's own options; refused with any other engine."""
+    given = {k: getattr(args, k) for k in ("workers", "address", "checkpoint", "resume")
+             if getattr(args, k) is not None}
+    if engine == "distributed":
+        return given
+    if given:
+        from coherence.errors import NO_SPAN, SpecError
+        flags = ", ".join(f"--{k}" for k in given)
+        raise SpecError(f"{flags} only apply to --engine distributed", NO_SPAN)
+    return None
 
 
 def _positive_float(text: str) -> float:
@@ -103,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
             memory_limit=memory_limit)
         rep.update(f"preparing the {engine} engine")
         try:
-            result = check(model, options, engine=engine)
+            result = check(model, options, engine=engine, settings=_settings(args, engine))
         except EngineUnavailable as err:
             raise SpecError(str(err)) from err
         rep.update(f"states {result.states:,}  depth {result.depth}  "

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import logging
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -122,10 +123,10 @@ def _connect(address: str | None, workers: int) -> tuple[Any, bool]:
     if ray.is_initialized():
         return ray, False
     if address is not None:
-        ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+        ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
     else:
         ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False,
-                 logging_level="ERROR")
+                 logging_level=logging.ERROR)
     return ray, True
 
 
