@@ -64,6 +64,12 @@ DEFAULT_ROWS = ("german:4", "german:5", "german:6:sym", "broadcast_invalidate_ac
 # --engine gpu (issue 18): the GPU engine against the compiled engine on every core
 GPU_ROWS = ("german:5", "german:6", "german:7:sym", "mesi_directory:5")
 GPU_TOOLS = ("compiled-all", "gpu")
+# --engine distributed (issue 21): the Ray engine's overhead against the compiled engine
+# here (1 and 2 workers); a tool "distributed-N" runs N local workers (any N)
+DIST_ROWS = ("german:3", "msi_directory:4")
+DIST_TOOLS = ("compiled-1", "compiled-all", "distributed-1", "distributed-2")
+SCALING_COMMAND = ("coherence bench engines --engine distributed --rows german:5 --tools "
+                   "compiled-1,distributed-1,distributed-2,distributed-4,distributed-8")
 SPIN_CORES = 2
 BUILD_LIMIT_S = 900.0  # a build (cc -O3 of a big model) gets this long before the search's limit
 RESULT_PREFIX = "CELL "
@@ -121,6 +127,12 @@ def unavailable(tool: str, row: Row) -> str | None:
     if tool == "gpu":
         from coherence.engines.gpu import GpuEngine
         return GpuEngine().available()
+    if tool.startswith("distributed-"):
+        from coherence.engines.distributed import DistributedEngine
+        workers = int(tool.split("-")[1])
+        if workers > all_threads():
+            return f"{workers} workers need {workers} cores; this machine has {all_threads()}"
+        return DistributedEngine().available()
     if tool == "rumur":
         from coherence.export.rumur import rumur_available
         return None if rumur_available() else "rumur and cc are needed on the PATH"
@@ -209,6 +221,29 @@ def measure(row: Row, tool: str, spec: dict[str, Any]) -> dict[str, Any]:
                "device_peak_bytes": stats.get("device_peak_bytes"),
                "device_bytes_per_state": (stats["device_peak_bytes"] / result.states
                                           if result.states else None)}
+    elif tool.startswith("distributed-"):
+        from coherence.engines import check
+        from coherence.engines.cgen.codegen import generate
+        from coherence.engines.distributed.native import build as build_worker
+        from coherence.layout import Layout
+        from coherence.results import CheckOptions
+
+        t = time.perf_counter()
+        build_worker(generate(model, Layout(model)).source)
+        build_s = time.perf_counter() - t
+        print(BUILT_LINE, flush=True)
+        workers = int(tool.split("-")[1])
+        t = time.perf_counter()
+        result = check(model, CheckOptions(symmetry=row.symmetry,
+                                           max_states=spec.get("max_states")),
+                       engine="distributed", settings={"workers": workers})
+        doc = {"states": result.states, "model_states": result.states,
+               "seconds": result.seconds, "build_seconds": build_s, "verdict": result.verdict,
+               "threads": workers, "symmetry": result.symmetry, "stopped": result.stopped,
+               "store_bytes_per_state": result.bytes_per_state,
+               "workers_peak_rss_bytes": result.peak_memory_bytes,
+               # starting Ray and the workers, and stopping them: outside "seconds"
+               "startup_seconds": time.perf_counter() - t - result.seconds}
     elif tool == "rumur":
         from coherence.export.murphi import to_murphi
         from coherence.export.rumur import run_rumur
@@ -296,6 +331,10 @@ def run_cell(row: Row, tool: str, timeout: float, threads: int,
                 "bytes_per_state": peak / states if states else None})
     if tool == "gpu":  # the states live on the device: charge its memory, not the host's
         doc["bytes_per_state"] = doc["device_bytes_per_state"]
+    if tool.startswith("distributed-"):  # the workers are Ray's processes, not the cell's:
+        peak = max(peak or 0, doc["workers_peak_rss_bytes"])  # their peaks, summed
+        doc["peak_rss_bytes"] = peak
+        doc["bytes_per_state"] = peak / states if states else None
     return doc
 
 
@@ -353,6 +392,21 @@ def speedup(mine: dict[str, Any], peer: dict[str, Any]) -> str | None:
     return f"{peer['seconds'] / mine['seconds']:.1f}x"
 
 
+def scaling(cells: list[dict[str, Any]]) -> None:
+    """Each distributed-N cell's states/s per worker and parallel efficiency: its rate over
+    N times distributed-1's on the same row (both complete)."""
+    one = next((c for c in cells if c["tool"] == "distributed-1" and c.get("status") == "ok"
+                and not c.get("stopped") and c.get("seconds")), None)
+    for c in cells:
+        if not c["tool"].startswith("distributed-") or c.get("status") != "ok" or \
+                c.get("stopped") or not c.get("seconds"):
+            continue
+        workers = int(c["tool"].split("-")[1])
+        c["states_per_second_per_worker"] = c["states"] / c["seconds"] / workers
+        if one is not None:
+            c["parallel_efficiency"] = one["seconds"] / (workers * c["seconds"])
+
+
 def bench(rows: Sequence[Row], tools: Sequence[str], timeout: float, threads: int,
           reference_max_states: int | None = None, spin_memory_mb: int = 8192,
           progress: Any = None) -> dict[str, Any]:
@@ -368,6 +422,7 @@ def bench(rows: Sequence[Row], tools: Sequence[str], timeout: float, threads: in
         for cell in cells:
             cell["speedup"] = {peer["tool"]: speedup(cell, peer) for peer in cells
                                if peer is not cell}
+        scaling(cells)
         out_rows.append({"row": row.name, "spec": row.spec, "agents": row.agents,
                          "symmetry": "exact" if row.symmetry else "off",
                          "title": row.title, "cells": cells})
@@ -414,6 +469,10 @@ def table(doc: dict[str, Any]) -> str:
                        f"{(f'{rate:,.0f}' if rate else '-'):>11} "
                        f"{_fmt_bytes(c['peak_rss_bytes']):>10} "
                        f"{(f'{bps:.0f}' if bps else '-'):>8} {c['build_seconds']:>8.1f}  {vs}")
+            if "parallel_efficiency" in c:
+                notes.append(f"{name}: {c['states_per_second_per_worker']:,.0f} states/s per "
+                             f"worker, parallel efficiency {c['parallel_efficiency']:.0%}, "
+                             f"Ray start-up {c['startup_seconds']:.1f} s (not in seconds)")
             if c["tool"] == "spin":
                 out.append(f"{'':13} (Spin stores {c['spin_states_per_state']} states per "
                            f"state of ours: {c['model_states']:,} model states)")
@@ -421,6 +480,9 @@ def table(doc: dict[str, Any]) -> str:
     out.append("")
     out.append(f"threads: compiled-all and rumur {doc['threads']}, spin {SPIN_CORES} "
                f"(NCORE); seconds exclude builds; '+' a capped search; peak RSS per cell")
+    if any(t.startswith("distributed-") for t in tools):
+        out.append("distributed-N: N Ray workers on a local cluster; the scaling curve on a "
+                   f"16-core machine: {SCALING_COMMAND}")
     if "gpu" in tools:
         out.append("gpu: B/state is the device's peak store (states, parents, hash table, "
                    "both tables while one doubles) over the states; build s is NVRTC's")
@@ -436,9 +498,11 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tools", default=None,
                    help=f"comma-separated, from {', '.join(TOOLS)} (default: every one but "
                         "reference and gpu)")
-    p.add_argument("--engine", choices=["gpu"], default=None,
-                   help=f"gpu: the GPU engine against compiled-all, on rows {','.join(GPU_ROWS)} "
-                        "unless --rows or --tools say otherwise")
+    p.add_argument("--engine", choices=["gpu", "distributed"], default=None,
+                   help=f"gpu: the GPU engine against compiled-all, on rows {','.join(GPU_ROWS)}; "
+                        "distributed: the Ray engine on 1 and 2 workers against the compiled "
+                        f"engine, on rows {','.join(DIST_ROWS)} (tools distributed-N: N "
+                        "workers); unless --rows or --tools say otherwise")
     p.add_argument("--include-reference", action="store_true",
                    help="also run the reference engine (slow: hours on the default rows)")
     p.add_argument("--reference-max-states", type=int, default=None, metavar="N",
@@ -457,18 +521,22 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     gpu = getattr(args, "engine", None) == "gpu"
-    default_tools = GPU_TOOLS if gpu else [t for t in TOOLS if t not in ("reference", "gpu")]
+    dist = getattr(args, "engine", None) == "distributed"
+    default_tools = GPU_TOOLS if gpu else DIST_TOOLS if dist else [
+        t for t in TOOLS if t not in ("reference", "gpu")]
+    default_rows = GPU_ROWS if gpu else DIST_ROWS if dist else DEFAULT_ROWS
     try:
         rows = [parse_row(r.strip())
-                for r in (args.rows or ",".join(GPU_ROWS if gpu else DEFAULT_ROWS)).split(",")
+                for r in (args.rows or ",".join(default_rows)).split(",")
                 if r.strip()]
         tools = [t.strip() for t in (args.tools or ",".join(default_tools)).split(",")
                  if t.strip()]
         if gpu and "gpu" not in tools:
             tools.append("gpu")
         for t in tools:
-            if t not in TOOLS:
-                raise ValueError(f"--tools: unknown tool '{t}' (choose from {', '.join(TOOLS)})")
+            if t not in TOOLS and not re.fullmatch(r"distributed-[1-9]\d*", t):
+                raise ValueError(f"--tools: unknown tool '{t}' (choose from {', '.join(TOOLS)}, "
+                                 "distributed-N)")
     except ValueError as err:
         print(f"coherence bench engines: error: {err}", file=sys.stderr)
         return 2
