@@ -39,8 +39,11 @@ def run_infer(args: argparse.Namespace, model: Any, header: Callable[..., None])
     if proof.verdict == "holds":
         print(f"inferred {len(result.lines)} auxiliary invariant(s); the spec with them is "
               "proved for every number of agents:")
-        for line in result.lines:
-            print(f"  {line}")
+    elif result.lines:
+        print(f"inferred {len(result.lines)} auxiliary invariant(s), but the spec with them "
+              "is not proved (see below); they were:")
+    for line in result.lines:
+        print(f"  {line}")
     print_param(result.model or model, proof)
     s = result.stats.get("seconds")
     if s:
