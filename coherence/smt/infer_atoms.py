@@ -7,7 +7,9 @@ Three scopes: *global* atoms read the home node and the globals (``Home.CurCmd =
 (``Cache[{x}].state == E``, ``{x} in Home.ShrSet``, ``inflight(GntS, {x})``); *field* atoms
 read a message ``m`` in flight (``m.data == AuxData``). ``{x}`` is replaced by ``i``, ``j``,
 ``m.src`` or ``m.dst`` when a clause is printed. A variable seen undefined in an explored state
-is compared under ``!isundefined(...)``, since comparing "undefined" is a model error.
+is compared under ``!isundefined(...)``, since comparing "undefined" is a model error; every
+scalar also has its ``isundefined`` atom, so that "x is always defined" is a candidate (a
+comparison of x without a guard is false, as a model error, where x is undefined).
 """
 
 from __future__ import annotations
@@ -103,7 +105,7 @@ def _eq_atoms(text: str, t: ir.Type, read: Reader, maybe_undef: bool, group: str
                 atom_t = f"({guard}{text} == {name})" if guard else f"{text} == {name}"
                 neg = "" if guard else f"{text} != {name}"
                 out.append(Atom(atom_t, group, True, lambda *a, r=read, v=v: r(*a) == v, neg))
-    if maybe_undef and with_undef:
+    if with_undef:
         out.append(Atom(f"isundefined({text})", group, True,
                         lambda *a, r=read: r(*a) == UNDEF))
     return out
@@ -139,13 +141,11 @@ def vocabulary(model: ir.Model, undef: set[str]) -> Vocabulary:
         mu = key in undef
         if isinstance(t, ir.ValueT):
             gvalues.append((text, read, key))
-            if mu:
-                gl.append(Atom(f"isundefined({text})", key, True,
-                               lambda e, r=read: r(e) == UNDEF))
+            gl.append(Atom(f"isundefined({text})", key, True,
+                           lambda e, r=read: r(e) == UNDEF))
         elif isinstance(t, ir.AgentT | ir.NodeT):
-            if mu:
-                gl.append(Atom(f"isundefined({text})", key, True,
-                               lambda e, r=read: r(e) == UNDEF))
+            gl.append(Atom(f"isundefined({text})", key, True,
+                           lambda e, r=read: r(e) == UNDEF))
             agent_vars.append((text, read, key))
         elif isinstance(t, ir.SetT):
             # (no emptiness atom: ``size(s) == 0`` is a quantifier inside every clause using
@@ -186,9 +186,8 @@ def vocabulary(model: ir.Model, undef: set[str]) -> Vocabulary:
             key = f"C.{v.name}"
             read: Reader = lambda e, a, k=k + 1: e.caches[a][k]  # noqa: E731
             if isinstance(v.type, ir.ValueT):
-                if key in undef:
-                    ag.append(Atom(f"isundefined({text})", key, True,
-                                   lambda e, a, r=read: r(e, a) == UNDEF))
+                ag.append(Atom(f"isundefined({text})", key, True,
+                               lambda e, a, r=read: r(e, a) == UNDEF))
                 for tg, rg, kg in gvalues:
                     ag.append(_value_eq(text, read, key in undef, tg,
                                         lambda e, a, r=rg: r(e), kg in undef, f"{key}={kg}", 2))
@@ -247,9 +246,8 @@ def vocabulary(model: ir.Model, undef: set[str]) -> Vocabulary:
             key = f"msg.{msg.name}.{f.name}"
             read_f: Reader = lambda e, mm, k=k: mm[2][k]  # noqa: E731
             if isinstance(f.type, ir.ValueT):
-                if key in undef:
-                    fa.append(Atom(f"isundefined({text})", key, True,
-                                   lambda e, mm, r=read_f: r(e, mm) == UNDEF))
+                fa.append(Atom(f"isundefined({text})", key, True,
+                               lambda e, mm, r=read_f: r(e, mm) == UNDEF))
                 for tg, rg, kg in gvalues:
                     fa.append(_value_eq(text, read_f, key in undef, tg,
                                         lambda e, mm, r=rg: r(e), kg in undef, f"{key}={kg}",

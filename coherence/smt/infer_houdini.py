@@ -356,13 +356,13 @@ def houdini(model: ir.Model, cands: list[Candidate], templates: Templates,
                     proved[key] = core
                     return core
                 if r == z3.unknown:
+                    # no counterexample with 1-3 agents and no answer: taken as preserved,
+                    # with every candidate taken in as its support; the final proof from
+                    # scratch decides (it never passes what it cannot prove)
                     stats["unknown"] += 1
-                    if g.cand is not None:
-                        # no small counterexample and no answer: kept, with every candidate
-                        # taken in as its support; the final proof from scratch decides
-                        core = frozenset(k for k in selected if alive[k])
-                        proved[key] = core
-                        return core
+                    core = frozenset(k for k in selected if alive[k])
+                    proved[key] = core
+                    return core
                 return None
             if not take_in(found):
                 return None
@@ -377,6 +377,9 @@ def houdini(model: ir.Model, cands: list[Candidate], templates: Templates,
         new = [k for k in range(len(cands))
                if alive[k] and not in_sel[k] and violated(cands[k], rows)]
         if not new:
+            if DEBUG:
+                print("no blocker; state", found[0], "violates taken-in",
+                      [cands[k].text for k in selected if violated(cands[k], rows)])
             return False
         history.append(rows)
         new.sort(key=lambda k: (-sum(violated(cands[k], r) for r in history[-HISTORY:]),
