@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -184,13 +185,20 @@ def test_a_killed_worker_gives_a_partial_result() -> None:
 
     def kill(depth: int, actors: Sequence[Any]) -> None:
         if depth == 5:
-            ray.kill(actors[1])
+            ray.kill(actors[1])  # asynchronous: wait until it is dead before the level
+            for _ in range(600):
+                try:
+                    ray.get(actors[1].ready.remote(), timeout=60)
+                except ray.exceptions.RayActorError:
+                    return
+                time.sleep(0.1)
+            pytest.fail("ray.kill did not kill the worker within a minute")
 
     engine = DistributedEngine(workers=3, level_hook=kill)
     from coherence.engines.driver import run
     result = run(engine, model, CheckOptions())
-    assert result.verdict == "incomplete" and result.exit_code == 3
-    assert result.stopped is not None and "worker 1 of 3 died" in result.stopped
+    assert result.verdict == "incomplete" and result.exit_code == 3, result.stopped
+    assert result.stopped is not None and "worker 1 of 3 died" in result.stopped, result.stopped
     assert "through depth 5" in result.stopped and result.depth == 5
     assert 0 < result.states < LIBRARY_COUNTS[(GERMAN, 2, True)][0]
 
@@ -217,3 +225,17 @@ def test_without_ray_the_engine_is_refused_in_one_line(
     assert main(["check", str(ROOT / MSI_DIR), "--engine", "distributed"]) == 2
     err = capsys.readouterr().err.strip()
     assert "Ray is not installed" in err and len(err.splitlines()) == 1
+
+
+def test_the_benchmark_reports_parallel_efficiency() -> None:
+    from coherence.engines.bench import scaling
+    cells = [{"tool": "compiled-1", "status": "ok", "states": 100, "seconds": 1.0},
+             {"tool": "distributed-1", "status": "ok", "states": 100, "seconds": 4.0},
+             {"tool": "distributed-2", "status": "ok", "states": 100, "seconds": 2.5},
+             {"tool": "distributed-4", "status": "ok", "states": 50, "seconds": 1.0,
+              "stopped": "--time-limit 1 s reached"}]
+    scaling(cells)
+    assert "parallel_efficiency" not in cells[0] and "parallel_efficiency" not in cells[3]
+    assert cells[1]["parallel_efficiency"] == 1.0
+    assert cells[2]["parallel_efficiency"] == pytest.approx(4.0 / (2 * 2.5))
+    assert cells[2]["states_per_second_per_worker"] == pytest.approx(20.0)
