@@ -382,8 +382,11 @@ def houdini(model: ir.Model, cands: list[Candidate], templates: Templates,
                       [cands[k].text for k in selected if violated(cands[k], rows)])
             return False
         history.append(rows)
+        # then those with fewer message quantifiers (each is an existential Z3 must
+        # instantiate: the final proof's unknowns are on them), then the smallest
         new.sort(key=lambda k: (-sum(violated(cands[k], r) for r in history[-HISTORY:]),
-                                cands[k].size, KIND_ORDER.get(cands[k].kind, 3), k))
+                                _quantified(cands[k]), cands[k].size,
+                                KIND_ORDER.get(cands[k].kind, 3), k))
         for k in new[:TAKE_PER_CTI]:
             in_sel[k] = True
             selected.append(k)
@@ -516,6 +519,11 @@ def houdini(model: ir.Model, cands: list[Candidate], templates: Templates,
     return HoudiniResult(final, len(selected), len(cands) - sum(alive), failed,
                          stats["queries"], stats["ctis"], time.perf_counter() - t0,
                          stats["unknown"])
+
+
+def _quantified(c: Candidate) -> int:
+    """How many of the candidate's atoms quantify over messages (``inflight``, ``exists``)."""
+    return sum(1 for atom, _w, _p in c.lits if "inflight(" in atom.text or "exists " in atom.text)
 
 
 DEBUG = False  # print every check and its time (development)
