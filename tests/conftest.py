@@ -3,7 +3,9 @@
 Tests that need an external program (Graphviz's ``dot``, ``rumur``, ``spin``, a C compiler)
 skip with the reason where it is missing, so the README's test command passes on a machine
 with only Python. CI installs them all and sets ``COHERENCE_REQUIRE_TOOLS=1``: there, such a
-skip fails the run, so a missing install step cannot hide behind a green CI.
+skip fails the run, so a missing install step cannot hide behind a green CI. Under
+pytest-xdist (``-n``) the controller collects the skips from the workers' reports and fails
+the run; the workers themselves only run tests.
 """
 
 from __future__ import annotations
@@ -16,14 +18,20 @@ import pytest
 TOOL_SKIP = re.compile(r"\b(dot|graphviz|rumur|spin|cc|gcc|g\+\+|c\+\+? compiler|compiler)\b",
                        re.IGNORECASE)
 _tool_skips: list[str] = []
+_is_worker = False  # an xdist worker: its reports reach the controller, which judges them
 
 
 def _required() -> bool:
     return os.environ.get("COHERENCE_REQUIRE_TOOLS") == "1"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    global _is_worker
+    _is_worker = hasattr(config, "workerinput")
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if not (report.skipped and _required()):
+    if _is_worker or not (report.skipped and _required()):
         return
     longrepr = report.longrepr
     reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)

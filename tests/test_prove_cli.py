@@ -59,6 +59,7 @@ def test_running_out_of_rlimit_is_unknown_not_a_pass(capsys: pytest.CaptureFixtu
     assert "resource limit" in doc["reason"] or "canceled" in doc["reason"], doc["reason"]
 
 
+@pytest.mark.slow  # the acked proof again (50 s on the shared machine); rebind: test_rebind.py
 def test_any_n_keeps_the_command_lines_parameters(capsys: pytest.CaptureFixture[str]) -> None:
     """Regression (issue 12): the proof for every N bound the spec to other agent counts by
     re-reading the file with only ``agents``, so ``capacity=5`` became the file's 6 and the

@@ -36,6 +36,12 @@ def test_mutex_without_aux_is_not_inductive_and_not_a_pass(tmp_path: Path) -> No
     result = prove_all(load_spec(_write(tmp_path, MUTEX)), rlimit=PROOF_RLIMIT)
     assert result.verdict == "unknown" and result.exit_code == 3
     assert any("invariant:mutex" in c for c in result.ctis)
+    # the CTI is concrete (German's, in the slow tier, too): a cache in E while a Grant is
+    # on its way to another, which receives it
+    cti = next(c for c in result.cti_details if "invariant:mutex" in c.summary)
+    assert any(line.startswith("C[") and line.endswith("state E") for line in cti.pre)
+    assert any(line.startswith("network net: Grant") for line in cti.pre)
+    assert "receives Grant" in cti.step.event
 
 
 def test_literal_scheme_is_refuted_by_a_replayed_instance() -> None:
@@ -87,6 +93,7 @@ def test_acked_broadcast_is_proved_for_every_n_and_holds_at_fixed_sizes() -> Non
     _holds_at(path, (2, 3))
 
 
+@pytest.mark.slow  # over a minute of Z3 on the shared machine; the mutex CTI is the default
 def test_a_missing_aux_invariant_gives_a_concrete_replayed_cti() -> None:
     path = SPECS / "german.coh"
     model = drop_properties(load_spec(path), ["coherent", "sharer_has_copy_or_message"])

@@ -112,8 +112,10 @@ def test_bad_spec_and_bad_options() -> None:
 
 
 def test_the_example_file_runs_under_pytest() -> None:
+    # -n 0: one test needs no worker processes (the repository's addopts start them)
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "examples/test_my_protocol.py"], cwd=ROOT, capture_output=True,
+                           "-n", "0", "examples/test_my_protocol.py"], cwd=ROOT,
+                          capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "1 passed" in proc.stdout

@@ -111,7 +111,9 @@ def compile_shim(gen: GeneratedModel, cc: str | None = None, opt: str = "-O2") -
     lib = out_dir / f"{digest}.so"
     if lib.exists():
         return lib
-    with tempfile.TemporaryDirectory() as tmp:
+    # built beside the cache and renamed into place: a concurrent test process (pytest -n)
+    # sees no library or a whole one
+    with tempfile.TemporaryDirectory(dir=out_dir, prefix="build-") as tmp:
         c_file = Path(tmp) / "model.c"
         c_file.write_text(source)
         tmp_lib = Path(tmp) / "model.so"
@@ -119,7 +121,7 @@ def compile_shim(gen: GeneratedModel, cc: str | None = None, opt: str = "-O2") -
                               capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             raise RuntimeError(f"C compilation failed:\n{proc.stderr[:4000]}")
-        shutil.move(str(tmp_lib), lib)
+        os.replace(tmp_lib, lib)
     return lib
 
 
