@@ -25,13 +25,18 @@ def _interrupt(engine: str, sig: int, json_out: bool) -> subprocess.CompletedPro
     agents = "3" if engine == "reference" else "6"
     cmd = [sys.executable, "-m", "coherence.cli", "check", GERMAN, "--agents", agents,
            "--skip", "coherent", "--no-symmetry", "--engine", engine,
-           "--progress", "never"]
+           "--progress", "jsonl", "--progress-every", "0.1"]
     if json_out:
         cmd.append("--json")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=ROOT)
-    # wait until the search has started: the spec is loaded and exploring
-    time.sleep(4.0 if engine == "reference" else 8.0)
+    # wait until the search has started (its first count of states on stderr), however long
+    # start-up and the C build take on a loaded machine, then let it run a little
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if line.startswith("{") and '"states":' in line:
+            break
+    time.sleep(0.5)
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=120)
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
