@@ -7,7 +7,8 @@ reference finishes in well under a second, a live comparison of everything the t
 Every mutant in specs/mutants at 2 and 3 agents, with and without symmetry (3 without: slow
 tier), live against the reference with ``stop_at_first`` (the mutants verb's own setting):
 both stop after the same level, so states, rules, depth and the failures (key and length)
-must all be equal.
+must all be equal. The seeded livelocks hold here (a safety search cannot see them; their
+liveness failures are tests/test_liveness_mutants.py's).
 
 Models are built with ``COHERENCE_CFLAGS=-O1`` (mutants ``-O0``): here the C compiler's time
 is nearly all the time, and the search code is the same at every optimisation level.
@@ -31,6 +32,9 @@ pytestmark = pytest.mark.skipif(
     CompiledEngine().available() is not None, reason="no C compiler")
 
 MUTANTS = find_mutants(ROOT / "specs" / "mutants")
+# Seeded livelocks: only a liveness property catches them, so a safety search finds them holding
+LIVELOCKS = {p for p in MUTANTS if set(parse_header(p).expect)
+             & {prop.name for prop in load_spec(p, {"agents": 2}).liveness}}
 LIVE_LIMIT = 3000  # reference states compared live (the reference does ~6 k states/s)
 
 # (spec, agents, monitor) -> (states with exact symmetry, without); 0: not pinned
@@ -104,7 +108,8 @@ def test_mutant_matches_the_reference(path: Path, agents: int, symmetry: bool,
     model = load(path, agents, list(parse_header(path).skip))
     options = CheckOptions(symmetry=symmetry, stop_at_first=True, threads=2)
     result = check(model, options, engine="compiled")
-    assert result.engine == "compiled" and result.verdict == "fails"
+    assert result.engine == "compiled"
+    assert result.verdict == ("holds" if path in LIVELOCKS else "fails")
     assert summary(result) == summary(check(model, options, engine="reference"))
 
 
