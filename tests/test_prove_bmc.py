@@ -21,7 +21,7 @@ CASES = [
     ("broadcast_invalidate.coh", 3, 4),
     ("broadcast_invalidate_acked.coh", 2, 4),
     pytest.param("broadcast_invalidate_acked.coh", 2, 5, marks=pytest.mark.slow),
-    ("broadcast_invalidate_acked.coh", 3, 3),
+    pytest.param("broadcast_invalidate_acked.coh", 3, 3, marks=pytest.mark.slow),
     ("german.coh", 2, 5),
     ("german.coh", 3, 4),
 ]

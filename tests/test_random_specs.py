@@ -39,8 +39,9 @@ FAST = settings(max_examples=30, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                        HealthCheck.data_too_large])
 SLOW = settings(FAST, max_examples=400)
-# each random spec is a fresh C build (about 0.7 s at -O0): fewer of them in the default tier
-FAST_COMPILED = settings(FAST, max_examples=15)
+# each random spec is a fresh C build (about 0.7 s at -O0): fewer of them in the default
+# tier (the slow tier draws 400)
+FAST_COMPILED = settings(FAST, max_examples=8)
 
 
 def compiler_missing() -> str | None:
