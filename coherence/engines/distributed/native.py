@@ -113,8 +113,8 @@ class Partition:
         lib.dw_owners.restype = None
         lib.dw_check.argtypes = [vp, i64, i64, vp]
         lib.dw_check.restype = None
-        lib.dw_expand.argtypes = [vp, i64, i64, ctypes.c_int, ctypes.c_int, vp, vp, i64, vp,
-                                  vp, vp]
+        lib.dw_expand.argtypes = [vp, i64, i64, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                                  ctypes.c_int, vp, vp, i64, vp, vp, vp]
         lib.dw_expand.restype = i64
         self.lib = lib
         self.words = int(lib.dw_words())
@@ -175,10 +175,11 @@ class Partition:
     def check(self, first: int, last: int, found: I64) -> None:
         self.lib.dw_check(self.handle, first, last, _ptr(found))
 
-    def expand(self, first: int, last: int, symmetry: bool, deadlock: bool,
-               found: I64, chunk: int = 1 << 15) -> tuple[U64, I64, int]:
-        """The successors of the stored states [first, last), their parents' indices and the
-        actions fired."""
+    def expand(self, first: int, last: int, symmetry: bool, deadlock: bool, workers: int,
+               me: int, found: I64, chunk: int = 1 << 15) -> tuple[U64, I64, int]:
+        """The successors of the stored states [first, last) that may be new (worker ``me``
+        of ``workers`` drops its own stored ones and those it sent before), their parents'
+        indices and the actions fired."""
         outs: list[U64] = []
         parents: list[I64] = []
         rules = ctypes.c_uint64(0)
@@ -189,7 +190,8 @@ class Partition:
             out = self.empty(room)
             par = np.empty(room, dtype=np.int64)
             reached = int(self.lib.dw_expand(self.handle, at, last, int(symmetry),
-                                             int(deadlock), _ptr(out), _ptr(par), room,
+                                             int(deadlock), workers, me, _ptr(out),
+                                             _ptr(par), room,
                                              ctypes.byref(n), _ptr(found),
                                              ctypes.byref(rules)))
             if reached == at:  # one state has more successors than the room

@@ -55,7 +55,7 @@ class Worker:
         """The frontier's successors, one bucket per owner, then this level's figures."""
         found = self.part.no_failures()
         succ, parents, rules = self.part.expand(*self.level, self.symmetry, self.deadlock,
-                                                found)
+                                                self.workers, self.index, found)
         owners = self.part.owners(succ, self.workers)
         order = np.argsort(owners, kind="stable")
         bounds = np.searchsorted(owners[order], np.arange(self.workers + 1))

@@ -9,7 +9,8 @@
  *                order, so a level's new states are a contiguous range of indices);
  *   dw_check   - the invariants of a range of stored states (first index per failure key);
  *   dw_expand  - the successors of a range of stored states, each with its parent's index,
- *                canonicalised under symmetry, and the action errors and deadlocks found;
+ *                canonicalised under symmetry, less those known to be stored or sent
+ *                already, and the action errors and deadlocks found;
  *   dw_owners  - the worker that owns each state (its hash modulo the number of workers).
  *
  * The set is open addressing with linear probing over int64 slots (index + 1, 0 empty),
@@ -63,11 +64,14 @@ static uint64_t hash_state(const uint64_t *w) {
     return h;
 }
 
+#define SENT_LOG2 16 /* successors remembered as sent: a direct-mapped cache of states */
+
 typedef struct {
     uint64_t *states;
     int64_t count, room;
     int64_t *table;
     uint64_t mask;
+    uint64_t *sent; /* (1 << SENT_LOG2) states + a used flag each, allocated on first use */
 } dw_set;
 
 int dw_words(void) { return CO_WORDS; }
@@ -95,6 +99,7 @@ void dw_free(void *h) {
     if (s == NULL) return;
     free(s->states);
     free(s->table);
+    free(s->sent);
     free(s);
 }
 
@@ -157,6 +162,29 @@ int64_t dw_insert(void *h, const uint64_t *states, int64_t n, int64_t *index_out
     return fresh;
 }
 
+/* The index of the stored state w (hash h), or -1. */
+static int64_t find(const dw_set *s, const uint64_t *w, uint64_t h) {
+    for (uint64_t at = h & s->mask; s->table[at]; at = (at + 1) & s->mask) {
+        int64_t j = s->table[at] - 1;
+        if (memcmp(s->states + (size_t)j * CO_WORDS, w, sizeof(co_state)) == 0) return j;
+    }
+    return -1;
+}
+
+/* Whether successor w (hash h) need not be sent: it is this worker's and stored already, or
+ * it was sent before (the cache remembers the last successor per slot; a successor sent at an
+ * earlier level is stored by its owner now, one sent at this level gets there with a parent
+ * of the same depth). Only drops duplicates, so the search is the same, with less traffic. */
+static int already_sent(dw_set *s, const uint64_t *w, uint64_t h, int workers, int self) {
+    if ((int)((h >> 32) % (uint64_t)workers) == self && find(s, w, h) >= 0) return 1;
+    if (s->sent == NULL) return 0;
+    uint64_t *slot = s->sent + (size_t)(h & ((1u << SENT_LOG2) - 1)) * (CO_WORDS + 1);
+    if (slot[CO_WORDS] && memcmp(slot, w, sizeof(co_state)) == 0) return 1;
+    memcpy(slot, w, sizeof(co_state));
+    slot[CO_WORDS] = 1;
+    return 0;
+}
+
 /* Copies the stored states [first, last) to out. */
 void dw_get(void *h, int64_t first, int64_t last, uint64_t *out) {
     dw_set *s = h;
@@ -197,10 +225,12 @@ void dw_check(void *h, int64_t from, int64_t last, int64_t *first) {
  * *n_out successors were written, *rules counts the actions fired, first[k] the first index
  * whose expansion showed action error k (k = CO_NUM_KEYS: a deadlock). */
 int64_t dw_expand(void *h, int64_t from, int64_t last, int symmetry, int deadlock,
-                  uint64_t *out, int64_t *parents, int64_t cap, int64_t *n_out,
-                  int64_t *first, uint64_t *rules) {
+                  int workers, int self, uint64_t *out, int64_t *parents, int64_t cap,
+                  int64_t *n_out, int64_t *first, uint64_t *rules) {
     dw_set *s = h;
     co_sink k = {out, 0, cap, 0, 0, 0, first};
+    if (s->sent == NULL)
+        s->sent = calloc((size_t)1 << SENT_LOG2, (CO_WORDS + 1) * sizeof(uint64_t));
     int64_t i;
     for (i = from; i < last; i++) {
         co_state st;
@@ -214,10 +244,15 @@ int64_t dw_expand(void *h, int64_t from, int64_t last, int symmetry, int deadloc
             k.n = before;
             break;
         }
+        int64_t kept = before;
         for (int64_t j = before; j < k.n; j++) {
-            parents[j] = i;
-            if (symmetry) co_canonicalize((co_state *)(out + (size_t)j * CO_WORDS));
+            uint64_t *w = out + (size_t)j * CO_WORDS;
+            if (symmetry) co_canonicalize((co_state *)w);
+            if (already_sent(s, w, hash_state(w), workers, self)) continue;
+            if (kept != j) memcpy(out + (size_t)kept * CO_WORDS, w, sizeof(co_state));
+            parents[kept++] = i;
         }
+        k.n = kept;
         *rules += (uint64_t)(fired > 0 ? fired : 0);
         if (deadlock && live == 0 && problems == 0 && k.failures == 0 && !co_quiescent(&st) &&
             first[CO_NUM_KEYS] < 0)
