@@ -30,7 +30,7 @@ from coherence.engines import check
 from coherence.engines.compiled import CompiledEngine
 from coherence.engines.distributed import DistributedEngine
 from coherence.mutants import find_mutants, parse_header
-from coherence.results import CheckOptions, CheckResult
+from coherence.results import CheckOptions, CheckResult, Progress
 from coherence.spec.select import drop_properties
 
 if os.environ.get("COHERENCE_REQUIRE_TOOLS") != "1":
@@ -138,8 +138,17 @@ def test_mutant_matches_the_compiled_engine(path: Path, agents: int, symmetry: b
 
 
 def test_every_failure_is_found_at_its_shortest_depth() -> None:
-    # without stop_at_first: every failing property, each with its shortest counterexample
-    same_as_compiled(load(LITERAL, 3), CheckOptions(symmetry=True, threads=2), 3)
+    # without stop_at_first: every failing property, each with its shortest counterexample;
+    # and the progress line is fed while the levels run
+    seen: list[Progress] = []
+    model = load(LITERAL, 3)
+    expected = summary(check(model, CheckOptions(threads=2), engine="compiled"))
+    result = distributed(model, CheckOptions(progress=seen.append, progress_every=0.0),
+                         workers=3)
+    assert summary(result) == expected
+    assert seen and all(p.states <= result.states for p in seen)
+    assert max(p.states for p in seen) > 0
+    assert [p.depth for p in seen] == sorted(p.depth for p in seen)
 
 
 def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path: Path) -> None:
