@@ -151,6 +151,7 @@ def test_every_failure_is_found_at_its_shortest_depth() -> None:
     assert [p.depth for p in seen] == sorted(p.depth for p in seen)
 
 
+@pytest.mark.slow  # the default tier resumes the failing run below
 def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path: Path) -> None:
     model = load(GERMAN, 2)
     full = distributed(model, CheckOptions(), workers=2)
@@ -171,8 +172,13 @@ def test_a_resumed_failing_run_keeps_its_counterexamples(tmp_path: Path) -> None
     model = load(LITERAL, 2)
     full = distributed(model, CheckOptions(symmetry=False), workers=3)
     assert full.verdict == "fails"
-    distributed(model, CheckOptions(symmetry=False, max_depth=6), workers=3,
-                checkpoint=tmp_path)
+    first = distributed(model, CheckOptions(symmetry=False, max_depth=3), workers=3,
+                        checkpoint=tmp_path)
+    assert first.stopped == "--max-depth 3 reached" and 0 < first.states < full.states
+    assert json.loads((tmp_path / "manifest.json").read_text())["depth"] == 3
+    # stopped again on the way (its failures so far are in the checkpoint), then to the end
+    again = distributed(model, CheckOptions(symmetry=False, max_depth=6), resume=tmp_path)
+    assert again.stopped == "--max-depth 6 reached" and again.states > first.states
     resumed = distributed(model, CheckOptions(symmetry=False), resume=tmp_path)
     assert summary(resumed) == summary(full)
     assert [f.trace for f in resumed.failures] == [f.trace for f in full.failures]

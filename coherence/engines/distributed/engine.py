@@ -120,13 +120,20 @@ def _connect(address: str | None, workers: int) -> tuple[Any, bool]:
     """Ray, initialised (a local cluster with a CPU per worker, unless ``address`` or an
     earlier ``ray.init`` in this process gives one), and whether this call started it."""
     import ray
+
+    from coherence.engines import EngineUnavailable
     if ray.is_initialized():
         return ray, False
-    if address is not None:
-        ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
-    else:
-        ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False,
-                 logging_level=logging.ERROR)
+    try:
+        if address is not None:
+            ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
+        else:
+            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False,
+                     logging_level=logging.ERROR)
+    except (ConnectionError, RuntimeError, ValueError) as err:
+        where = f"join the Ray cluster at {address}" if address else "start a local Ray cluster"
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise EngineUnavailable(f"the distributed engine cannot {where}: {first}") from err
     return ray, True
 
 
