@@ -254,3 +254,19 @@ def test_the_benchmark_reports_parallel_efficiency() -> None:
     assert cells[1]["parallel_efficiency"] == 1.0
     assert cells[2]["parallel_efficiency"] == pytest.approx(4.0 / (2 * 2.5))
     assert cells[2]["states_per_second_per_worker"] == pytest.approx(20.0)
+
+
+def test_an_unreachable_cluster_address_is_refused_at_once() -> None:
+    import socket
+
+    from coherence.engines.distributed.engine import check_address
+    with socket.socket() as s:  # a port that nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    reason = check_address(f"127.0.0.1:{port}", timeout=2)
+    assert reason is not None and "no Ray cluster answers there" in reason
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        assert check_address(f"127.0.0.1:{listening.getsockname()[1]}") is None
+    assert check_address("auto") is None

@@ -14,6 +14,7 @@ import hashlib
 import importlib.util
 import logging
 import os
+import socket
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -124,6 +125,10 @@ def _connect(address: str | None, workers: int) -> tuple[Any, bool]:
     from coherence.engines import EngineUnavailable
     if ray.is_initialized():
         return ray, False
+    if address is not None:
+        unreachable = check_address(address)
+        if unreachable is not None:
+            raise EngineUnavailable(unreachable)
     try:
         if address is not None:
             ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
@@ -135,6 +140,21 @@ def _connect(address: str | None, workers: int) -> tuple[Any, bool]:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise EngineUnavailable(f"the distributed engine cannot {where}: {first}") from err
     return ray, True
+
+
+def check_address(address: str, timeout: float = 5.0) -> str | None:
+    """Why a ``HOST:PORT`` cluster address cannot be joined, found by opening a TCP connection
+    to it (Ray itself retries an unreachable head for minutes); None when it answers, or for
+    the addresses Ray resolves itself (``auto``, ``ray://...``)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "://" in address:
+        return None
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            return None
+    except OSError as err:
+        return (f"--address {address}: no Ray cluster answers there ({err.strerror or err}); "
+                "start one with `ray start --head` (docs/distributed.md)")
 
 
 def _start_workers(ray: Any, workers: int, source: str, options: CheckOptions,
