@@ -31,14 +31,17 @@ def _stream(argv: list[str],
 
 def test_hw_run_reports_each_variant_and_launch(tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    code, recs = _stream(["hw", "run", "CoWW", "MP", "-V", "weak", "--launches", "2",
-                          "--out", str(tmp_path / "r.json")], capsys)
+    code, recs = _stream(["hw", "run", "CoWW", "MP", "-V", "weak", "--env", "barrier",
+                          "--seconds", "0.2", "--out", str(tmp_path / "r.json")], capsys)
     assert code == 0
     assert recs[0]["type"] == "header" and recs[0]["variants"] == 2
     assert recs[-1]["type"] == "summary" and recs[-1]["variants"] == 2
     messages = [r["message"] for r in recs if r["type"] == "progress"]
-    assert "variant 1 of 2: CoWW weak" in messages and "variant 2 of 2: MP weak" in messages
-    assert "variant 2 of 2: MP weak, launch 2 of 2" in messages
+    assert "variant 1 of 2: CoWW weak [barrier]" in messages
+    assert "variant 2 of 2: MP weak [barrier]" in messages
+    # within a variant, the seconds of its budget spent so far
+    assert any(m.startswith("variant 2 of 2: MP weak [barrier], ") and m.endswith(
+        "of 0.2 s") for m in messages)
     assert sum(r["type"] == "note" for r in recs) == 2  # each variant's result line
 
 
@@ -49,4 +52,4 @@ def test_hw_bench_reports_each_measurement(tmp_path: Path,
     assert code == 0
     assert recs[0]["type"] == "header" and recs[-1]["type"] == "summary"
     done = [r["done"] for r in recs if r["type"] == "progress"]
-    assert done == list(range(7)) and all(r["total"] == 7 for r in recs[1:-1])
+    assert done == list(range(8)) and all(r["total"] == 8 for r in recs[1:-1])
