@@ -73,3 +73,19 @@ def test_errors_and_no_transition_agree() -> None:
     model = load_spec_text(ERRORS, "errors.coh")
     groups = assert_agree(model, 6)
     assert set(groups) == {"error:error", "invariant:fine", "no-transition:*"}
+
+
+def test_sigint_between_checks_stops_with_what_was_found() -> None:
+    """Z3 turns a SIGINT during a check into an unknown; one between checks raised
+    KeyboardInterrupt wherever Python was (often a Z3 finaliser, which swallowed it and went
+    on). Sent from the progress callback, after depth 0, it must stop the run there."""
+    import os
+    import signal
+
+    from coherence.smt.bmc import bmc
+
+    model = load_spec(SPECS / "broadcast_invalidate_acked.coh", {"agents": 2})
+    result = bmc(model, 4, progress=lambda stat: os.kill(os.getpid(), signal.SIGINT))
+    assert result.verdict == "unknown" and result.reason == "interrupted (SIGINT)"
+    assert [d.depth for d in result.depths] == [0]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -8,6 +8,8 @@ exactly k steps, the length the reference checker's BFS reports (the cross-check
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -16,6 +18,7 @@ import attrs
 import z3
 
 from coherence import ir
+from coherence.engines.stopping import interrupted
 from coherence.results import Failure
 from coherence.smt.extract import replay_model
 from coherence.smt.state import ivar
@@ -78,47 +81,63 @@ def bmc(model: ir.Model, max_depth: int, *, deadlock: bool = True, all_failures:
     depths: list[DepthStat] = []
     verdict, reason = "bounded", None
     used = 0
-    for k in range(max_depth + 1):
-        t0 = time.perf_counter()
-        if k > 0:
-            sels.append(ivar(f"sel{k - 1}"))
-            states.append(lay.fresh(f"s{k}"))
-            solver.add(system.at(system.trans, states[k - 1], states[k], sels[k - 1]))
-            solver.add(system.at(system.assumed, states[k]))
-        for group, (bad, extra) in system.groups.items():
-            if group in found or k - extra < 0 or z3.is_false(bad):
-                continue
-            lit = z3.Bool(f"bad|{group_key(group)}|{k}")
-            solver.add(z3.Implies(lit, system.at(bad, states[k - extra])))
-            if timeout is not None:
-                left = timeout - (time.perf_counter() - start)
-                if left <= 0:
-                    verdict, reason = "unknown", f"--timeout {timeout:g} s reached"
+    # NOTE(partial-results): Z3 turns SIGINT during a check into an unknown answer; one
+    # between checks would raise KeyboardInterrupt wherever Python is, often in a Z3
+    # object's finaliser, which swallows it (a traceback, and the run goes on): noted, it
+    # stops the run at the next check with what it found.
+    sigint: list[int] = []
+    saved = _catch_sigint(sigint)
+    try:
+        for k in range(max_depth + 1):
+            t0 = time.perf_counter()
+            if k > 0:
+                sels.append(ivar(f"sel{k - 1}"))
+                states.append(lay.fresh(f"s{k}"))
+                solver.add(system.at(system.trans, states[k - 1], states[k], sels[k - 1]))
+                solver.add(system.at(system.assumed, states[k]))
+            for group, (bad, extra) in system.groups.items():
+                if group in found or k - extra < 0 or z3.is_false(bad):
+                    continue
+                lit = z3.Bool(f"bad|{group_key(group)}|{k}")
+                solver.add(z3.Implies(lit, system.at(bad, states[k - extra])))
+                if timeout is not None:
+                    left = timeout - (time.perf_counter() - start)
+                    if left <= 0:
+                        verdict, reason = "unknown", f"--timeout {timeout:g} s reached"
+                        break
+                    solver.set("timeout", max(1, int(left * 1000)))
+                if rlimit_total is not None:
+                    if used >= rlimit_total:
+                        verdict, reason = "unknown", f"resource budget of {rlimit_total} reached"
+                        break
+                    solver.set("rlimit", min(rlimit or rlimit_total, rlimit_total - used))
+                if sigint:
+                    verdict, reason = "unknown", interrupted(sigint[0])
                     break
-                solver.set("timeout", max(1, int(left * 1000)))
-            if rlimit_total is not None:
-                if used >= rlimit_total:
-                    verdict, reason = "unknown", f"resource budget of {rlimit_total} reached"
+                before = _resources(solver)
+                answer = solver.check(lit)
+                used += max(0, _resources(solver) - before)
+                if answer == z3.unknown:
+                    verdict, reason = "unknown", f"Z3 answered unknown ({solver.reason_unknown()})"
                     break
-                solver.set("rlimit", min(rlimit or rlimit_total, rlimit_total - used))
-            before = _resources(solver)
-            answer = solver.check(lit)
-            used += max(0, _resources(solver) - before)
-            if answer == z3.unknown:
-                verdict, reason = "unknown", f"Z3 answered unknown ({solver.reason_unknown()})"
+                if answer == z3.sat:
+                    found[group] = k
+                    failures.append(
+                        replay_model(enc, solver.model(), states, sels, k, group, extra))
+            t1 = time.perf_counter()
+            if verdict == "unknown":
                 break
-            if answer == z3.sat:
-                found[group] = k
-                failures.append(replay_model(enc, solver.model(), states, sels, k, group, extra))
-        t1 = time.perf_counter()
-        if verdict == "unknown":
-            break
-        stat = DepthStat(k, t1 - t0, t1 - start)
-        depths.append(stat)
-        if progress is not None:
-            progress(stat)
-        if found and not all_failures:
-            break
+            stat = DepthStat(k, t1 - t0, t1 - start)
+            depths.append(stat)
+            if progress is not None:
+                progress(stat)
+            if found and not all_failures:
+                break
+            if sigint:
+                verdict, reason = "unknown", interrupted(sigint[0])
+                break
+    finally:
+        _restore_sigint(saved)
     if found and verdict != "unknown":
         verdict = "fails"
     elif found:
@@ -138,3 +157,15 @@ def _resources(solver: Any) -> int:
 
 
 _ = System
+
+
+def _catch_sigint(caught: list[int]) -> Any:
+    """Note SIGINT in ``caught`` instead of raising (main thread only); returns what to restore."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+
+
+def _restore_sigint(saved: Any) -> None:
+    if saved is not None:
+        signal.signal(signal.SIGINT, saved)
