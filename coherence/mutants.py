@@ -96,4 +96,7 @@ def find_mutants(directory: str | Path) -> list[Path]:
         return [d]
     if not d.is_dir():
         raise SpecError("no such directory", Span(str(directory), 0, 0))
-    return sorted(d.glob("*.coh"))
+    found = sorted(d.glob("*.coh"))
+    if not found:  # a score of 0/0 would read as a verdict on nothing
+        raise SpecError("no mutant specs (*.coh) in this directory", Span(str(directory), 0, 0))
+    return found

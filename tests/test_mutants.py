@@ -74,3 +74,9 @@ def test_bad_header_is_located(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as err:
         parse_header(p)
     assert err.value.span.line == 3
+
+
+def test_a_directory_without_mutants_is_bad_input(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["mutants", str(tmp_path)]) == 2
+    assert "no mutant specs (*.coh) in this directory" in capsys.readouterr().err
