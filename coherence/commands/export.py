@@ -43,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
               "(or --cross-check off) with --to promela", file=sys.stderr)
         return 2
     _check_output(args.output, args.spec)
+    if args.cross_check:
+        _check_checker_installed(args.to)
     model = load_model(args)
     monitors = [p.name for p in model.properties if p.kind == "coherence"]
     model = drop_properties(model, [*args.skip, *[m for m in monitors if m not in args.skip]])
@@ -86,6 +88,19 @@ def _check_output(output: str | None, spec: str) -> None:
     if target is not None and target.exists() and Path(spec).exists() and \
             target.resolve() == Path(spec).resolve():
         raise SpecError(f"-o {output}: is the spec being exported; choose another file", NO_SPAN)
+
+
+def _check_checker_installed(to: str) -> None:
+    """--cross-check needs the other checker: say so before any work, as one line (exit 2)."""
+    from coherence.errors import NO_SPAN, SpecError
+    from coherence.export.rumur import rumur_available
+    from coherence.export.spin import spin_available
+    if to == "promela" and not spin_available():
+        raise SpecError("--cross-check: spin and gcc are needed (Debian: apt-get install spin "
+                        "gcc)", NO_SPAN)
+    if to == "murphi" and not rumur_available():
+        raise SpecError("--cross-check: rumur and cc are needed (Debian: apt-get install rumur "
+                        "gcc)", NO_SPAN)
 
 
 def _write_output(output: str, text: str) -> None:
