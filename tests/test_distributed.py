@@ -37,8 +37,11 @@ if os.environ.get("COHERENCE_REQUIRE_TOOLS") != "1":
     pytest.importorskip("ray", reason="Ray is not installed (pip install '.[distributed]')")
 import ray
 
-pytestmark = pytest.mark.skipif(
-    CompiledEngine().available() is not None, reason="no C compiler")
+pytestmark = [
+    pytest.mark.skipif(CompiledEngine().available() is not None, reason="no C compiler"),
+    # one pytest-xdist process runs the whole file: one local Ray cluster, not one per process
+    pytest.mark.xdist_group("ray-cluster"),
+]
 
 MUTANTS = find_mutants(ROOT / "specs" / "mutants")
 MSI_DIR = "specs/msi_directory.coh"
