@@ -71,7 +71,9 @@ def test_a_fresh_seed_each_time_is_shown_in_the_command(tmp_path: Path) -> None:
                              "TestMine = protocol_test('bi.coh', seed=None, agents=3,\n"
                              "                         params={'capacity': 6})\n")
     assert done.returncode == 1, done.stdout + done.stderr
-    (command,) = re.findall(r"reproduce: (coherence fuzz .*)$", done.stdout, re.MULTILINE)
+    # the failure section: under CI=true pytest repeats the whole message in its summary
+    (command,) = re.findall(r"reproduce: (coherence fuzz .*)$", _failure_section(done.stdout),
+                            re.MULTILINE)
     assert re.fullmatch(r"coherence fuzz bi\.coh --seed \d+ --budget 1000 --steps 50 "
                         r"--agents 3 --param capacity=6", command), command
     property_ = re.search(r"ProtocolTestFailure: (\S+) \(", done.stdout)
@@ -89,6 +91,7 @@ def test_a_saved_failure_is_replayed_first_from_the_database(tmp_path: Path) -> 
     again = _pytest(tmp_path, source)
     assert again.returncode == 1
     assert "replayed from the example database" in again.stdout
-    (command,) = re.findall(r"reproduce: (coherence fuzz .*)$", again.stdout, re.MULTILINE)
+    (command,) = re.findall(r"reproduce: (coherence fuzz .*)$", _failure_section(again.stdout),
+                            re.MULTILINE)
     assert command.endswith("--database db")
     assert _fuzz_cli(tmp_path, command)["stats"]["examples_to_failure"] == 1
