@@ -102,3 +102,19 @@ def test_unsupported_construct_is_a_located_error(tmp_path: Path,
     assert main(["prove", str(spec), "--bmc", "2"]) == 2
     err = capsys.readouterr().err
     assert "u.coh:7:" in err and "undefined set" in err
+
+
+def test_a_capacity_from_the_number_of_agents_is_located(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A network capacity computed from ``agents`` (``const CAP = agents + 2``) differs between
+    agent counts in a plain int field: the refusal was reported at ``<command line>``."""
+    spec = tmp_path / "cap.coh"
+    spec.write_text("param agents = 2;\nconst CAP = agents + 2;\n"
+                    "network net: unordered, capacity = CAP;\nmessage Req;\n"
+                    "home machine H { state R; init R; on Req in R { } }\n"
+                    "cache machine C { state I; init I; rule Ask in I { send Req to home; } }\n",
+                    encoding="utf-8")
+    assert main(["prove", str(spec), "--agents", "any"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert f"{spec}:3:9: error: this depends on the number of agents as a number, which a " \
+        "proof for every N cannot encode" in err, err

@@ -907,8 +907,9 @@ def _first_difference(a: Any, b: Any, agents: int = -1) -> Span | None:
                     f.name != "hi" or getattr(a, f.name) == agents):
                 continue
             r = _first_difference(getattr(a, f.name), getattr(b, f.name), agents)
-            if r is not None:
-                return r
+            if r is not None:  # a plain field (a network's capacity) is where its owner is
+                return a.span if r == NO_SPAN and isinstance(getattr(a, "span", None), Span) \
+                    else r
         return None
     if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
         if len(a) != len(b):
