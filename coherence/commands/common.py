@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from coherence.console import err_console, out_console, params_text
 from coherence.ir import Model
@@ -34,4 +35,10 @@ def draw_failures(args: argparse.Namespace, model: Model, failures: list, source
     if not directory or not failures:
         return []
     from coherence.diagrams.msc import draw_failures as draw  # needs the graphviz package
-    return draw(directory, model, failures, source)
+    from coherence.diagrams.render import dot_available
+    if dot_available():
+        return draw(directory, model, failures, source)
+    # the verdict and its counterexamples matter more than the pictures: DOT files only
+    print("note: Graphviz's `dot` is not installed (Debian: apt-get install graphviz): "
+          "--diagram wrote DOT files only", file=sys.stderr)
+    return draw(directory, model, failures, source, ("dot",))
