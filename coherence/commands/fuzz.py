@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from coherence.cli import add_spec_args, emit_json
+from coherence.cli import EXIT_INCOMPLETE, add_spec_args, emit_json
 from coherence.commands.common import add_diagram_arg, add_progress_args
 
 HELP = "random runs (Hypothesis) with the spec's invariants and a coherence oracle"
@@ -59,9 +59,22 @@ def run(args: argparse.Namespace) -> int:
         rep.header(model.file, {p.name: p.value for p in model.params}, "hypothesis",
                    {"budget": args.budget, "steps": args.steps}, seed=args.seed,
                    oracle=args.oracle)
-        result = fuzz(model, seed=args.seed, budget=args.budget, steps=args.steps,
-                      oracle=args.oracle, database=args.database, shrink=args.shrink,
-                      progress=_runs(rep, args.budget) if rep.enabled else None)
+        seen: dict[str, Any] = {"runs": 0, "found": False, "seconds": 0.0}
+        report = _runs(rep, args.budget) if rep.enabled else None
+
+        def progress(stats: Any, elapsed: float) -> None:
+            seen["runs"], seen["found"] = stats.examples, stats.examples_to_failure is not None
+            seen["seconds"] = elapsed
+            if report is not None:
+                report(stats, elapsed)
+
+        try:
+            result = fuzz(model, seed=args.seed, budget=args.budget, steps=args.steps,
+                          oracle=args.oracle, database=args.database, shrink=args.shrink,
+                          progress=progress)
+        except KeyboardInterrupt:
+            rep.finish("interrupted", EXIT_INCOMPLETE, runs=seen["runs"])
+            return _interrupted(args, model, seen)
         rep.finish(result.verdict, result.exit_code, runs=result.stats.examples,
                    failures=0 if result.failure is None else 1)
     failures = [result.failure] if result.failure is not None else []
@@ -77,6 +90,29 @@ def run(args: argparse.Namespace) -> int:
     else:
         print_result(model, result, doc["reproduce"], drawn)
     return result.exit_code
+
+
+def _interrupted(args: argparse.Namespace, model: Any, seen: dict[str, Any]) -> int:
+    """Ctrl-C: what was tried so far and the command that tries it again (exit 3), rather than
+    a bare 'interrupted'; a failure still being shrunk is said to exist, without its trace."""
+    reproduce = reproduce_command(args)
+    runs, found = seen["runs"], seen["found"]
+    what = ("a failure was found and was being shrunk: run the command again to see it"
+            if found else "no failure found so far (random testing: nothing is proved)")
+    if args.json:
+        emit_json({"schema": SCHEMA_VERSION, "tool": "coherence fuzz", "spec": model.file,
+                   "params": {p.name: p.value for p in model.params}, "seed": args.seed,
+                   "budget": args.budget, "steps": args.steps, "oracle": args.oracle,
+                   "verdict": "interrupted", "exit_code": EXIT_INCOMPLETE,
+                   "stats": {"examples": runs, "examples_to_failure": None,
+                             "seconds": round(seen["seconds"], 4),
+                             "seconds_to_failure": None, "oracle_undecided": 0},
+                   "failure_found": found, "failures": [], "reproduce": reproduce,
+                   "generated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+    else:
+        print(f"interrupted after {runs} of {args.budget} runs: {what}")
+        print(f"reproduce: {reproduce}")
+    return EXIT_INCOMPLETE
 
 
 def reproduce_command(args: argparse.Namespace, from_database: bool = False) -> str:
