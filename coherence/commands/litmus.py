@@ -94,41 +94,49 @@ def run(args: argparse.Namespace) -> int:
     with reporter(args, "coherence litmus") as rep:
         rep.header(args.spec, extra, f"litmus explorer ({args.core} core)",
                    {"max_states_per_program": max_states}, programs=len(jobs))
-        for n, (test, v) in enumerate(jobs):
-            model = load_spec(args.spec, {**extra, **model_overrides(test)})
-            vt = apply_variant(test, v)
-            key = program_key(model, vt)
-            what = f"{test.name} {v} ({n + 1} of {len(jobs)})"
-            rep.update(f"{what}: starting", done=n, total=len(jobs), force=True,
-                       test=test.name, variant=v, states=0)
+        interrupted = False  # Ctrl-C: the programs finished so far are the result (exit 3)
+        try:
+            for n, (test, v) in enumerate(jobs):
+                model = load_spec(args.spec, {**extra, **model_overrides(test)})
+                vt = apply_variant(test, v)
+                key = program_key(model, vt)
+                what = f"{test.name} {v} ({n + 1} of {len(jobs)})"
+                rep.update(f"{what}: starting", done=n, total=len(jobs), force=True,
+                           test=test.name, variant=v, states=0)
 
-            def explored(states: int, frontier: int, what: str = what, n: int = n) -> None:
-                rep.update(f"{what}: {states:,} states, frontier {frontier:,}", done=n,
-                           total=len(jobs), test=jobs[n][0].name, variant=jobs[n][1],
-                           states=states, frontier=frontier)
-            if key not in cache:
-                cache[key] = run_on_model(model, vt, max_states, args.core,
-                                          witnesses=args.witness, progress=explored)
-            res = cache[key]
-            if vt.polls() and ("poll", key) not in cache:
-                from coherence.litmus.poll import poll_spins
-                cache["poll", key] = poll_spins(model, vt, max_states, args.core)
-            spin = cache.get(("poll", key))
-            if spin is not None and spin.can_spin is None and worst == EXIT_HOLDS:
-                worst = EXIT_INCOMPLETE
-            if res.errors or res.stuck:
-                worst = max(worst, EXIT_FAILS) if worst != EXIT_INCOMPLETE else worst
-            if res.stopped and worst == EXIT_HOLDS:
-                worst = EXIT_INCOMPLETE
-            rows.append(_row(args, model, test, v, res))
-            if spin is not None:
-                rows[-1]["poll_can_spin_forever"] = spin.can_spin
-                rows[-1]["poll_lasso"] = [s.render() for s in spin.lasso]
-                rows[-1]["poll_loop_start"] = spin.loop_start
-        rep.update(f"{len(jobs)} program{'s' if len(jobs) != 1 else ''} run", done=len(jobs),
+                def explored(states: int, frontier: int, what: str = what, n: int = n) -> None:
+                    rep.update(f"{what}: {states:,} states, frontier {frontier:,}", done=n,
+                               total=len(jobs), test=jobs[n][0].name, variant=jobs[n][1],
+                               states=states, frontier=frontier)
+                if key not in cache:
+                    cache[key] = run_on_model(model, vt, max_states, args.core,
+                                              witnesses=args.witness, progress=explored)
+                res = cache[key]
+                if vt.polls() and ("poll", key) not in cache:
+                    from coherence.litmus.poll import poll_spins
+                    cache["poll", key] = poll_spins(model, vt, max_states, args.core)
+                spin = cache.get(("poll", key))
+                if spin is not None and spin.can_spin is None and worst == EXIT_HOLDS:
+                    worst = EXIT_INCOMPLETE
+                if res.errors or res.stuck:
+                    worst = max(worst, EXIT_FAILS) if worst != EXIT_INCOMPLETE else worst
+                if res.stopped and worst == EXIT_HOLDS:
+                    worst = EXIT_INCOMPLETE
+                rows.append(_row(args, model, test, v, res))
+                if spin is not None:
+                    rows[-1]["poll_can_spin_forever"] = spin.can_spin
+                    rows[-1]["poll_lasso"] = [s.render() for s in spin.lasso]
+                    rows[-1]["poll_loop_start"] = spin.loop_start
+        except KeyboardInterrupt:
+            interrupted, worst = True, EXIT_INCOMPLETE
+        rep.update(f"{len(rows)} program{'s' if len(rows) != 1 else ''} run", done=len(rows),
                    total=len(jobs))
         notes = [note] if (note := bound_note(args, any(r["stopped"] for r in rows))) else []
-        rep.finish("incomplete" if worst == EXIT_INCOMPLETE else
+        if interrupted:
+            notes.insert(0, f"interrupted (Ctrl-C) after {len(rows)} of {len(jobs)} programs: "
+                            "only those finished are shown")
+        rep.finish("interrupted" if interrupted else
+                   "incomplete" if worst == EXIT_INCOMPLETE else
                    "fails" if worst == EXIT_FAILS else "ok", worst, programs=len(rows))
     if args.json:
         emit_json({"schema": 1, "tool": "coherence litmus", "spec": args.spec, "core": args.core,
