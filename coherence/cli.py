@@ -8,12 +8,14 @@ without finding a failure (nothing was proved).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
 import sys
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
+from pathlib import Path
 from typing import Any
 
 from coherence.errors import NO_SPAN, SpecError
@@ -114,6 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SpecError as err:
         if getattr(args, "json", False):
             print(json.dumps(error_document(err.message, err.location())))
+        _attach_source(err)
         if getattr(args, "progress", None) == "jsonl":  # stderr is a tool's stream: JSON only
             from coherence.progress import write_error_summary
             write_error_summary(f"coherence {args.verb}", err, EXIT_BAD_INPUT)
@@ -128,6 +131,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                               "exit_code": EXIT_INTERRUPTED}))
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def _attach_source(err: SpecError) -> None:
+    """A back end that refuses a construct knows its span but not the text: read the line
+    from the file, so every located error shows its line and caret."""
+    if err.source is not None or err.span.line <= 0:
+        return
+    with contextlib.suppress(OSError, UnicodeDecodeError, ValueError):
+        err.source = Path(err.span.file).read_text(encoding="utf-8")
 
 
 def _reader_went_away() -> int:

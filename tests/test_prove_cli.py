@@ -118,3 +118,7 @@ def test_a_capacity_from_the_number_of_agents_is_located(
     err = capsys.readouterr().err.splitlines()
     assert f"{spec}:3:9: error: this depends on the number of agents as a number, which a " \
         "proof for every N cannot encode" in err, err
+    # the line and its caret, as the parser's own errors show them
+    at = err.index(f"{spec}:3:9: error: this depends on the number of agents as a number, "
+                   "which a proof for every N cannot encode")
+    assert err[at + 1:at + 3] == ["  network net: unordered, capacity = CAP;", "          ^"], err
