@@ -168,6 +168,26 @@ CO_FN bool co_barrier_relaxed(unsigned int* b, unsigned int target,
 """)
 
 
+def role_cases(test: Litmus, indent: str) -> str:
+    """The ``switch (role)`` cases that run each thread's role on the instance's locations."""
+    return "\n".join(f"{indent}case {t}: r = role{t}(l[0], l[1], l[2]); break;"
+                     for t in range(len(test.threads)))
+
+
+def reset_lines(test: Litmus, indent: str) -> str:
+    """Role 0's reset of every location to its initial value."""
+    return "\n".join(f"{indent}l[{k}][0] = {test.initial(loc)}u;"
+                     for k, loc in enumerate(test.locations))
+
+
+def warm_loads(test: Litmus, indent: str) -> str:
+    """A ``cached`` test's loads through L1 (``ld.global.ca``) before the test proper."""
+    return "\n".join(
+        f"{indent}if (role == {t}) {{ unsigned int w; asm volatile(\"ld.global.ca.u32 %0, [%1];\" "
+        f": \"=r\"(w) : \"l\"(l[{test.locations.index(loc)}]) : \"memory\"); sink += w; }}"
+        for t, loc in test.cached)
+
+
 def kernel_source(test: Litmus) -> str:
     """The whole module: role functions, one SASS probe kernel per role, the persistent
     kernel ``litmus_persistent``."""
@@ -175,14 +195,9 @@ def kernel_source(test: Litmus) -> str:
     nt, nl = len(test.threads), len(test.locations)
     c = codec(test)
     hb = c.size
-    cases = "\n".join(f"        case {t}: r = role{t}(l[0], l[1], l[2]); break;"
-                      for t in range(nt))
-    reset = "\n".join(f"        l[{k}][0] = {test.initial(loc)}u;"
-                      for k, loc in enumerate(test.locations))
-    warm = "\n".join(
-        f"      if (role == {t}) {{ unsigned int w; asm volatile(\"ld.global.ca.u32 %0, [%1];\" "
-        f": \"=r\"(w) : \"l\"(l[{test.locations.index(loc)}]) : \"memory\"); sink += w; }}"
-        for t, loc in test.cached)
+    cases = role_cases(test, " " * 8)
+    reset = reset_lines(test, " " * 8)
+    warm = warm_loads(test, " " * 6)
     cached_barrier = (f"{warm}\n      if (!co_barrier_relaxed(&bar[inst], ++epoch * {nt}u, "
                       "timeout_ns)) break;") if test.cached else "      // no cached lines"
     index = outcome_index_code(

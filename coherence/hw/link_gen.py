@@ -32,7 +32,10 @@ from coherence.hw.cuda_gen import (
     common_device_code,
     outcome_index_code,
     reg_positions,
+    reset_lines,
+    role_cases,
     roles_and_probes,
+    warm_loads,
 )
 from coherence.hw.outcomes import codec
 from coherence.hw.slots import LOC_STRIDE, SLOT_C
@@ -250,14 +253,9 @@ def cuda_source(test: Litmus) -> str:
     check_fits(test)
     nt, nl = len(test.threads), len(test.locations)
     c = codec(test)
-    cases = "\n".join(f"      case {t}: r = role{t}(l[0], l[1], l[2]); break;"
-                      for t in range(nt))
-    reset = "\n".join(f"      l[{k}][0] = {test.initial(loc)}u;"
-                      for k, loc in enumerate(test.locations))
-    warm = "\n".join(
-        f"    if (role == {t}) {{ unsigned int w; asm volatile(\"ld.global.ca.u32 %0, [%1];\" "
-        f": \"=r\"(w) : \"l\"(l[{test.locations.index(loc)}]) : \"memory\"); sink += w; }}"
-        for t, loc in test.cached)
+    cases = role_cases(test, " " * 6)
+    reset = reset_lines(test, " " * 6)
+    warm = warm_loads(test, " " * 4)
     cached = (f"{warm}\n    if (!lk_barrier(flags, inst, role, ++epoch, timeout_ns)) "
               "{ ok = false; break; }") if test.cached else ""
     loads = "\n".join(
