@@ -109,7 +109,7 @@ class DistributedEngine:
             if directory is not None:
                 notes.append(f"checkpoint: {directory} (depth {run.totals.depth}; "
                              f"--resume {directory} continues)")
-            return run.result(generated.keys, stopped, _decoder(layout), notes)
+            return run.result(generated.keys, stopped, layout.from_bytes, notes)
         finally:
             for actor in actors:
                 ray.kill(actor)
@@ -180,10 +180,3 @@ def _start_workers(ray: Any, workers: int, source: str, options: CheckOptions,
     ray.get(ready)  # a worker that failed to start (e.g. its build) raises here
     return actors
 
-
-def _decoder(layout: Layout) -> Callable[[bytes], int]:
-    size = layout.words * 8
-
-    def decode(raw: bytes) -> int:
-        return layout.from_bytes(raw.ljust(size, b"\0"))
-    return decode

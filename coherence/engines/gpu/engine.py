@@ -4,8 +4,6 @@ packed states, which the driver replays through the reference semantics."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from coherence import ir
 from coherence.engines.api import RawResult
 from coherence.engines.gpu.device import CupyDevice, Device, DeviceUnavailable, HostDevice
@@ -59,17 +57,10 @@ class GpuEngine:
         limit = min(options.memory_limit, free) if options.memory_limit else free
         from coherence.engines.gpu.search import search
         state_bytes = max(1, (layout.bits + 7) // 8)
-        decode = _decoder(layout)
+        decode = layout.from_bytes  # little-endian: a short tail reads as zero padding
         result, stats = search(device, generated.keys, state_bytes, initial, options, limit,
                                decode)
         LAST_STATS.clear()
         LAST_STATS.update(stats)
         return result
 
-
-def _decoder(layout: Layout) -> Callable[[bytes], int]:
-    size = layout.words * 8
-
-    def decode(raw: bytes) -> int:
-        return layout.from_bytes(raw.ljust(size, b"\0"))
-    return decode
