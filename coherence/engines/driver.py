@@ -11,6 +11,7 @@ and the verdict.
 from __future__ import annotations
 
 from collections import deque
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -24,6 +25,9 @@ from coherence.semantics import Semantics, State
 from coherence.symmetry import Symmetry
 from coherence.trace import Step, TraceReplayError, describe, describe_state
 from coherence.vacuity import Premise, is_witness, vacuous_message, with_witnesses
+
+if TYPE_CHECKING:
+    from coherence.liveness.built import GraphBuilder
 
 AUDITED_STATES = 512  # states whose successors are compared with a renamed copy's
 
@@ -70,12 +74,14 @@ def run(engine: Engine, model: ir.Model, options: CheckOptions | None = None) ->
         opts = attrs.evolve(options, symmetry=False)
         result = _finish(engine, sem, layout, opts, engine.explore(explored, layout, opts),
                          [*notes, NOT_SYMMETRIC], witnesses)
-    return with_liveness(model, options, result)
+    return with_liveness(model, options, result, getattr(engine, "liveness_graph", None))
 
 
-def with_liveness(model: ir.Model, options: CheckOptions, result: CheckResult) -> CheckResult:
+def with_liveness(model: ir.Model, options: CheckOptions, result: CheckResult,
+                  builder: GraphBuilder | None = None) -> CheckResult:
     """The safety result with the spec's liveness properties checked on the state graph (by
-    ``coherence.liveness``, whichever engine ran the safety search), when asked."""
+    ``coherence.liveness``, on the graph ``builder`` builds: the engine's own where it can
+    store one, else the reference engine's), when asked."""
     if not model.liveness or not options.liveness:
         return result  # the command line says they were not checked (commands.report)
     names = [p.name for p in model.liveness]
@@ -84,12 +90,12 @@ def with_liveness(model: ir.Model, options: CheckOptions, result: CheckResult) -
                             "did not finish)")
         return result
     from coherence.liveness import SYMMETRY_NOTE, check_liveness
-    live = check_liveness(model, options)
+    live = check_liveness(model, options, builder)
     result.properties = [*result.properties, *names]
     result.failures = [*result.failures, *live.failures]
     notes = [f"liveness: {live.states:,} states and {live.edges:,} edges stored in "
              f"{live.seconds:.2f} s ({live.graph_bytes / 2**20:.1f} MiB of graph); engine "
-             "reference"]
+             f"{live.engine}"]
     if options.symmetry and model.agents > 1:
         notes.append(SYMMETRY_NOTE)
     result.notes += notes

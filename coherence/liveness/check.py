@@ -1,9 +1,10 @@
 """Liveness properties checked on the explicit state graph (``liveness`` declarations).
 
-The graph is built by a breadth-first search of the reference semantics that keeps every
-edge (``coherence.liveness.graph``: flat int arrays) and evaluates each property's P and Q
-in every state. Then, for each property and each instance (every line, every value of the
-leads-to's ``forall`` variables):
+The graph is built by an engine's breadth-first search that keeps every edge
+(``coherence.liveness.graph``: flat int arrays) and evaluates each property's P and Q in every
+state: the reference engine's (``liveness.reference``) or the compiled engine's generated C
+(``engines.compiled.graph``), both handing over ``liveness.built.Built``. Then, for each
+property and each instance (every line, every value of the leads-to's ``forall`` variables):
 
 * AG EF Q (``liveness NAME: Q``): the states that can reach a Q-state, by backward
   reachability over the predecessor edges; any other reachable state is a violation. Its
@@ -23,22 +24,17 @@ every step, so "the same task enabled forever" cannot be read off the quotient g
 
 from __future__ import annotations
 
-import itertools
 import time
 from array import array
-from collections.abc import Callable
 
 import attrs
 
 from coherence import ir
-from coherence.engines.stopping import (
-    StopOnSignals,
-    StopRequest,
-    memory_limit_reached,
-    time_limit_reached,
-)
 from coherence.layout import Layout
+from coherence.liveness import reference
+from coherence.liveness.built import Built, GraphBuilder, Instance, instances
 from coherence.liveness.graph import (
+    UNFAIR,
     Graph,
     Reverse,
     backward_reachable,
@@ -49,29 +45,14 @@ from coherence.liveness.graph import (
     sccs,
     source,
 )
-from coherence.liveness.tasks import Tasks
-from coherence.memory import peak_rss_bytes, rss_bytes
-from coherence.results import CheckOptions, Failure, Progress
+from coherence.liveness.tasks import TaskKeys
+from coherence.memory import peak_rss_bytes
+from coherence.results import CheckOptions, Failure
 from coherence.semantics import ModelError, Outcome, Semantics, State
 from coherence.trace import Step, TraceReplayError, describe
 
 SYMMETRY_NOTE = ("liveness properties were checked on the state graph without symmetry "
                  "reduction (weak fairness names agents: docs/language.md, 'Liveness')")
-
-
-@attrs.define
-class Instance:
-    """One property on one line with its ``forall`` variables bound."""
-
-    prop: ir.Liveness
-    line: int
-    values: tuple[int, ...]
-    premise: bytearray = attrs.Factory(bytearray)  # 1 where P holds (leads-to only)
-    goal: bytearray = attrs.Factory(bytearray)  # 1 where Q holds
-
-    def label(self) -> str:
-        parts = [f"{b.name}={v}" for b, v in zip(self.prop.binders, self.values, strict=True)]
-        return ", ".join(parts)
 
 
 @attrs.define
@@ -84,142 +65,63 @@ class LivenessResult:
     graph_bytes: int
     stopped: str | None
     checked: list[str]
+    engine: str = "reference"  # the engine that built the graph
 
 
-@attrs.define
-class _Built:
-    graph: Graph
-    packed: list[int]
-    parent: array
-    errors: dict[str, tuple[int, str]]  # property -> (state, message) of a model error in P/Q
-    stopped: str | None
-
-
-def instances(model: ir.Model) -> list[Instance]:
-    out = []
-    for prop in model.liveness:
-        domains = [list(ir.domain(b.type)) for b in prop.binders]
-        for line in range(model.lines):
-            for values in itertools.product(*domains):
-                out.append(Instance(prop, line, tuple(values)))
-    return out
-
-
-def check_liveness(model: ir.Model, options: CheckOptions) -> LivenessResult:
+def check_liveness(model: ir.Model, options: CheckOptions,
+                   builder: GraphBuilder | None = None) -> LivenessResult:
+    """Every liveness property of ``model`` on the state graph that ``builder`` (default: the
+    reference engine's) builds."""
     start = time.perf_counter()
-    sem = Semantics(model)
     layout = Layout(model)
     insts = instances(model)
-    tasks = Tasks(model)
-    built = _build(sem, layout, insts, tasks, options, start)
-    g = built.graph
-    failures: list[Failure] = []
-    replay = _Replay(sem, layout, built, tasks)
-    if built.stopped is None:
-        rev = reverse(g)
-        done: set[str] = set(built.errors)
-        for name, (state, message) in built.errors.items():
-            steps = replay.steps(_stem(built.parent, state), [])
-            failures.append(Failure("error", name, message, steps, None, ("error", name)))
-        for inst in insts:
-            if inst.prop.name in done:
-                continue
-            if inst.prop.kind is ir.LivenessKind.REACHABLE:
-                f = _check_reachable(g, rev, built, inst, replay)
-            else:
-                f = _check_leads_to(g, rev, built, inst, replay)
-            if f is not None:
-                done.add(inst.prop.name)
-                failures.append(f)
-    graph_bytes = sum(a.itemsize * len(a) for a in (g.first, g.dst, g.task, built.parent))
-    return LivenessResult(failures, g.n, len(g.dst), time.perf_counter() - start,
-                          peak_rss_bytes(), graph_bytes, built.stopped,
-                          [p.name for p in model.liveness])
+    with (builder or reference.build)(model, layout, insts, options, start) as built:
+        g = built.graph
+        failures: list[Failure] = []
+        replay = _Replay(Semantics(model), layout, built)
+        if built.stopped is None:
+            rev = reverse(g)
+            done: set[str] = set(built.errors)
+            for name, state in sorted(built.errors.items(), key=lambda x: x[1]):
+                steps = replay.steps(_stem(built.parent, state), [])
+                failures.append(Failure("error", name, _error_message(replay.sem, insts, name,
+                                                                      built.state(state),
+                                                                      layout),
+                                        steps, None, ("error", name)))
+            for inst in insts:
+                if inst.prop.name in done:
+                    continue
+                if inst.prop.kind is ir.LivenessKind.REACHABLE:
+                    f = _check_reachable(g, rev, built, inst, replay)
+                else:
+                    f = _check_leads_to(g, rev, built, inst, replay)
+                if f is not None:
+                    done.add(inst.prop.name)
+                    failures.append(f)
+        graph_bytes = sum(a.itemsize * len(a) for a in (g.first, g.dst, g.task, built.parent))
+        states = built.states if built.states >= 0 else g.n
+        return LivenessResult(failures, states, len(g.dst),
+                              time.perf_counter() - start, peak_rss_bytes(), graph_bytes,
+                              built.stopped, [p.name for p in model.liveness], built.engine)
 
 
-def _build(sem: Semantics, layout: Layout, insts: list[Instance], tasks: Tasks,
-           options: CheckOptions, start: float) -> _Built:
-    tests: list[tuple[Instance, Callable | None, Callable]] = []
+def _error_message(sem: Semantics, insts: list[Instance], name: str, packed: int,
+                   layout: Layout) -> str:
+    """The model error that property ``name``'s P or Q raises in the state."""
+    state = layout.unpack(packed)
     for inst in insts:
+        if inst.prop.name != name:
+            continue
         names = [b.name for b in inst.prop.binders]
-        premise = (sem.predicate(inst.prop.premise, names)
-                   if inst.prop.premise is not None else None)
-        tests.append((inst, premise, sem.predicate(inst.prop.goal, names)))
-    index: dict[int, int] = {}
-    packed: list[int] = []
-    parent = array("i")
-    first = array("q", [0])
-    dst = array("i")
-    task = array("i")
-    errors: dict[str, tuple[int, str]] = {}
-
-    def add(code: int, par: int) -> int:
-        j = index.get(code)
-        if j is None:
-            j = index[code] = len(packed)
-            packed.append(code)
-            parent.append(par)
-        return j
-
-    for s in sem.initial_states():
-        add(layout.pack(s), -1)
-    request = StopRequest()
-    with StopOnSignals(request):
-        stopped = _search(sem, layout, tests, tasks, options, start, request, packed, add,
-                          first, dst, task, errors)
-    return _Built(Graph(first, dst, task, tasks.strong), packed, parent, errors, stopped)
-
-
-def _search(sem: Semantics, layout: Layout, tests: list, tasks: Tasks, options: CheckOptions,
-            start: float, request: StopRequest, packed: list[int], add: Callable,
-            first: array, dst: array, task: array,
-            errors: dict[str, tuple[int, str]]) -> str | None:
-    """The breadth-first loop of ``_build``: every state's predicates and edges, in order,
-    until done or stopped (limits, SIGINT/SIGTERM), with progress reports."""
-    stopped: str | None = None
-    last_report = start
-    i = 0
-    while i < len(packed):
-        state = layout.unpack(packed[i])
-        for inst, premise, goal in tests:
-            name = inst.prop.name
+        for e in (inst.prop.goal, inst.prop.premise):
+            if e is None:
+                continue
             try:
-                reached = goal(state, inst.line, inst.values)
-                inst.goal.append(reached)
-                # P matters only where Q does not hold (a violation starts at P and not Q)
-                inst.premise.append(premise(state, inst.line, inst.values)
-                                    if premise is not None and not reached else 0)
+                sem.predicate(e, names)(state, inst.line, inst.values)
             except ModelError as err:
-                inst.goal.append(0)
-                inst.premise.append(0)
-                errors.setdefault(name, (i, f"liveness {name}: {err.message}"))
-        outcomes, _problems = sem.enabled(state)
-        for out in outcomes:
-            if out.state is None:
-                continue  # a model error: the safety search reports it
-            dst.append(add(layout.pack(out.state), i))
-            task.append(tasks.of(out.action))
-        first.append(len(dst))
-        i += 1
-        if options.max_states is not None and len(packed) > options.max_states:
-            stopped = f"--max-states {options.max_states} reached"
-            break
-        if request.reason is not None:
-            stopped = request.reason
-            break
-        if i % 256 == 0:
-            now = time.perf_counter()
-            if options.time_limit is not None and now - start > options.time_limit:
-                stopped = time_limit_reached(options.time_limit)
-                break
-            if options.memory_limit is not None and rss_bytes() > options.memory_limit:
-                stopped = memory_limit_reached(options.memory_limit)
-                break
-            if options.progress is not None and now - last_report >= options.progress_every:
-                last_report = now
-                options.progress(Progress(len(packed), len(packed) - i, 0, len(dst),
-                                          now - start, rss_bytes()))
-    return stopped
+                return f"liveness {name}: {err.message}"
+    raise TraceReplayError(f"liveness {name}: the engine reported a model error that the "
+                           "semantics does not raise")
 
 
 def _stem(parent: array, state: int) -> list[int]:
@@ -240,7 +142,7 @@ def _where(model: ir.Model, inst: Instance) -> str:
     return f" ({'; '.join(parts)})" if parts else ""
 
 
-def _check_reachable(g: Graph, rev: Reverse, built: _Built, inst: Instance,
+def _check_reachable(g: Graph, rev: Reverse, built: Built, inst: Instance,
                      replay: _Replay) -> Failure | None:
     can = backward_reachable(rev, inst.goal)
     bad = can.find(0)
@@ -288,7 +190,7 @@ def _trap_cycle(g: Graph, comp: array, entry: int) -> list[int]:
     return best or []
 
 
-def _check_leads_to(g: Graph, rev: Reverse, built: _Built, inst: Instance,
+def _check_leads_to(g: Graph, rev: Reverse, built: Built, inst: Instance,
                     replay: _Replay) -> Failure | None:
     region = bytearray(1 - q for q in inst.goal)
     comp, _count = fair_sets(g, region)
@@ -328,30 +230,31 @@ class _Replay:
     """Numbered steps for a path of stored states and edges, choosing at each edge the action
     that performs that edge's task (so the cycle shown is the fair one)."""
 
-    def __init__(self, sem: Semantics, layout: Layout, built: _Built, tasks: Tasks) -> None:
+    def __init__(self, sem: Semantics, layout: Layout, built: Built) -> None:
         self.sem = sem
         self.layout = layout
         self.built = built
-        self.tasks = tasks
+        self.keys = TaskKeys(sem.model, layout)
 
     def steps(self, stem: list[int], edges: list[int]) -> list[Step]:
-        g, packed = self.built.graph, self.built.packed
+        g, state = self.built.graph, self.built.state
         pairs: list[tuple[int, int, int | None]] = [
             (stem[i], stem[i + 1], None) for i in range(len(stem) - 1)]
         pairs += [(source(g, e), g.dst[e], g.task[e]) for e in edges]
         out: list[Step] = []
         for u, w, want in pairs:
-            before = self.layout.unpack(packed[u])
-            chosen = self._outcome(before, packed[w], want)
+            before = self.layout.unpack(state(u))
+            chosen = self._outcome(before, state(w), want)
             out.append(describe(self.sem, len(out) + 1, before, chosen))
         return out
 
     def _outcome(self, before: State, target: int, want: int | None) -> Outcome:
         outcomes, _ = self.sem.enabled(before)
+        wanted = None if want is None or want == UNFAIR else self.built.task_keys[want]
         for out in outcomes:
             if out.state is None or self.layout.pack(out.state) != target:
                 continue
-            if want is None or self.tasks.of(out.action) == want:
+            if want is None or self.keys.key(out.action) == wanted:
                 return out
         raise TraceReplayError("a liveness counterexample's edge does not replay")
 

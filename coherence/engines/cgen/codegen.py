@@ -31,6 +31,7 @@ import attrs
 
 from coherence import ir
 from coherence.engines.cgen.cexpr import Frame
+from coherence.engines.cgen.clive import live_source, message_task, rule_task
 from coherence.engines.cgen.cmodel import CModel, CodegenError, NetInfo
 from coherence.engines.cgen.csym import symmetry_source
 from coherence.layout import Layout
@@ -46,9 +47,10 @@ class GeneratedModel:
     layout: Layout
 
 
-def generate(model: ir.Model, layout: Layout) -> GeneratedModel:
-    """The C source of ``model`` (bound to its parameters) in ``layout``'s packed format."""
-    gen = _Gen(CModel(model, layout))
+def generate(model: ir.Model, layout: Layout, liveness: bool = False) -> GeneratedModel:
+    """The C source of ``model`` (bound to its parameters) in ``layout``'s packed format;
+    ``liveness`` adds what the liveness graph needs (NOTE(compiled-liveness))."""
+    gen = _Gen(CModel(model, layout), liveness)
     source = gen.build()
     return GeneratedModel(source, tuple(gen.cm.keys), layout)
 
@@ -58,8 +60,9 @@ def _fn(name: str) -> str:
 
 
 class _Gen:
-    def __init__(self, cm: CModel) -> None:
+    def __init__(self, cm: CModel, liveness: bool = False) -> None:
         self.cm = cm
+        self.liveness = liveness
         self.protos: list[str] = []
         self.defs: list[str] = []
         self.bodies: dict[tuple[str, int, int], str] = {}
@@ -81,8 +84,9 @@ class _Gen:
         props = self._properties()
         sym = symmetry_source(cm)
         initial = self._initial()
+        live = [live_source(cm)] if self.liveness else []
         return "\n".join([self._header(), *parts, *self.protos, "", *self.defs, expand,
-                          props, initial, sym])
+                          props, initial, sym, *live])
 
     def _header(self) -> str:
         cm, lay = self.cm, self.cm.layout
@@ -507,6 +511,8 @@ CO_FN void co_mon_load(co_u *u, int line, int p, int v) {{
             out.append(f"{ind}if ((0x{mask:x}u >> st) & 1) {{")
             call = (f"co_try_{self._name(m, t)}(&u, line, {self_}, 0, 0, "
                     f"{'pr' if t.params else '0'}, -1, 0, sink, &rules, live);")
+            if self.liveness:
+                call = f"{{ {rule_task(self.cm, m, t, self_)} {call} }}"
             if not t.params:
                 out.append(f"{ind}    {call}")
             else:
@@ -563,6 +569,8 @@ CO_FN void co_mon_load(co_u *u, int line, int p, int v) {{
                     for tr in cands:
                         if tr.stall:
                             continue
+                        if self.liveness:
+                            lines.append(f"                {message_task(info, machine, tr)}")
                         lines.append(f"                co_try_{self._name(machine, tr)}(u, line, "
                                      f"{self_}, src, mf, 0, {info.index}, where, sink, rules, "
                                      "live);")

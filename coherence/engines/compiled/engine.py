@@ -28,6 +28,7 @@ from coherence.engines.stopping import (
     time_limit_reached,
 )
 from coherence.layout import Layout
+from coherence.liveness.built import GraphBuilder
 from coherence.results import CheckOptions, FailureKey, Progress
 
 DEADLOCK: FailureKey = ("deadlock",)
@@ -43,7 +44,7 @@ class CoOptions(ctypes.Structure):
         ("max_depth", ctypes.c_int64),
         ("memory_limit", ctypes.c_uint64),
         ("table_log2", ctypes.c_int32),
-        ("reserved", ctypes.c_int32),
+        ("graph", ctypes.c_int32),
     ]
 
 
@@ -97,6 +98,19 @@ class Library:
         lib.co_path.restype = ctypes.c_int64
         lib.co_free.argtypes = []
         lib.co_free.restype = None
+        u64p, i64p = ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_int64)
+        u8p, i32p = ctypes.POINTER(ctypes.c_uint8), ctypes.POINTER(ctypes.c_int32)
+        for name, args, res in (
+                ("co_graph_sizes", [u64p, u64p, u64p], ctypes.c_int),
+                ("co_graph_fill", [i64p, i32p, i32p], ctypes.c_int),
+                ("co_graph_tasks", [u64p, u64p, u8p], None),
+                ("co_parents", [i32p], None),
+                ("co_state_at", [ctypes.c_uint64, u64p], ctypes.c_int),
+                ("co_live_instances", [], ctypes.c_int),
+                ("co_live_table", [u8p, u8p, i64p], ctypes.c_int)):
+            fn = getattr(lib, name)
+            fn.argtypes = args
+            fn.restype = res
         self.lib = lib
         self.num_keys = int(lib.co_num_keys())
         self.words = int(lib.co_state_words())
@@ -162,6 +176,54 @@ def physical_memory() -> int:
         return 8 << 30
 
 
+def run_search(lib: Library, options: CheckOptions, table_log2: int = 0,
+               graph: bool = False) -> tuple[str | None, float, int]:
+    """``co_run`` in a thread while this one polls progress, limits and signals: why it
+    stopped (None: done), its seconds and threads. The caller holds ``lib.lock`` and calls
+    ``co_free`` when done with the search's storage."""
+    threads = options.threads or default_threads()
+    memory_limit = options.memory_limit or 0
+    opts = CoOptions(
+        threads=threads, symmetry=int(options.symmetry), deadlock=int(options.deadlock),
+        stop_at_first=int(options.stop_at_first), max_states=options.max_states or 0,
+        max_depth=-1 if options.max_depth is None else options.max_depth,
+        memory_limit=memory_limit, table_log2=table_log2, graph=int(graph))
+    outcome: list[int] = []
+    reason: list[str] = []  # why Python asked the runtime to stop
+
+    def search() -> None:
+        outcome.append(int(lib.lib.co_run(ctypes.byref(opts))))
+
+    def stop(why: str) -> None:
+        if not reason:
+            reason.append(why)
+        lib.lib.co_request_stop()
+
+    start = time.perf_counter()
+    last = start
+    worker = threading.Thread(target=search, name="co_run", daemon=True)
+    with StopOnSignals(lambda signum: stop(interrupted(signum))):
+        worker.start()
+        try:
+            while worker.is_alive():
+                worker.join(timeout=0.05)
+                now = time.perf_counter()
+                if options.time_limit is not None and now - start > options.time_limit:
+                    stop(time_limit_reached(options.time_limit))
+                if options.progress is not None and now - last >= options.progress_every:
+                    last = now
+                    p = lib.progress()
+                    options.progress(Progress(p.states, p.frontier, p.depth, p.rules,
+                                              now - start, p.bytes_in_use))
+        finally:  # an exception here (e.g. from the progress callback) stops the search
+            if worker.is_alive():
+                lib.lib.co_request_stop()
+                worker.join()
+    seconds = time.perf_counter() - start
+    stopped = stop_message(outcome[0], options, memory_limit, reason[0] if reason else None)
+    return stopped, seconds, threads
+
+
 def run_library(lib: Library, keys: Sequence[FailureKey], options: CheckOptions,
                 decode: Callable[[bytes], int], table_log2: int = 0) -> RawResult:
     """One search with a loaded library; ``decode`` turns a packed state's bytes into the
@@ -169,48 +231,8 @@ def run_library(lib: Library, keys: Sequence[FailureKey], options: CheckOptions,
     if len(keys) != lib.num_keys:
         raise RuntimeError(f"the library has {lib.num_keys} failure keys, the model "
                            f"{len(keys)}")
-    threads = options.threads or default_threads()
-    memory_limit = options.memory_limit or 0
-    opts = CoOptions(
-        threads=threads, symmetry=int(options.symmetry), deadlock=int(options.deadlock),
-        stop_at_first=int(options.stop_at_first), max_states=options.max_states or 0,
-        max_depth=-1 if options.max_depth is None else options.max_depth,
-        memory_limit=memory_limit, table_log2=table_log2, reserved=0)
     with lib.lock:
-        outcome: list[int] = []
-        reason: list[str] = []  # why Python asked the runtime to stop
-
-        def search() -> None:
-            outcome.append(int(lib.lib.co_run(ctypes.byref(opts))))
-
-        def stop(why: str) -> None:
-            if not reason:
-                reason.append(why)
-            lib.lib.co_request_stop()
-
-        start = time.perf_counter()
-        last = start
-        worker = threading.Thread(target=search, name="co_run", daemon=True)
-        with StopOnSignals(lambda signum: stop(interrupted(signum))):
-            worker.start()
-            try:
-                while worker.is_alive():
-                    worker.join(timeout=0.05)
-                    now = time.perf_counter()
-                    if options.time_limit is not None and now - start > options.time_limit:
-                        stop(time_limit_reached(options.time_limit))
-                    if options.progress is not None and now - last >= options.progress_every:
-                        last = now
-                        p = lib.progress()
-                        options.progress(Progress(p.states, p.frontier, p.depth, p.rules,
-                                                  now - start, p.bytes_in_use))
-            finally:  # an exception here (e.g. from the progress callback) stops the search
-                if worker.is_alive():
-                    lib.lib.co_request_stop()
-                    worker.join()
-        seconds = time.perf_counter() - start
-        code = outcome[0]
-        stopped = stop_message(code, options, memory_limit, reason[0] if reason else None)
+        stopped, seconds, threads = run_search(lib, options, table_log2)
         p = lib.progress()
         found: list[tuple[int, int, RawFailure]] = []
         depth = ctypes.c_uint64()
@@ -270,3 +292,9 @@ class CompiledEngine:
             raise RuntimeError(f"generated code packs {lib.bits} bits in {lib.words} words, "
                                f"the layout {layout.bits} in {layout.words}")
         return run_library(lib, generated.keys, options, layout.from_bytes)
+
+    @property
+    def liveness_graph(self) -> GraphBuilder:
+        """The liveness graph built by this engine's generated C (``graph.build``)."""
+        from coherence.engines.compiled.graph import build as build_graph
+        return build_graph

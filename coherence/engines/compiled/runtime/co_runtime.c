@@ -75,6 +75,9 @@
 #define MIN_TABLE_LOG2 8
 #define MAX_IDS ((uint64_t)UINT32_MAX - 2) /* ids + 1 and the busy marker fit 32 bits */
 
+struct co_log;
+static void log_edge(struct co_log *log, uint32_t src, uint32_t dst, uint64_t hi, uint64_t lo);
+
 typedef struct {
     pthread_mutex_t mutex;
     pthread_cond_t cond;
@@ -92,6 +95,9 @@ struct co_sink {
     co_state buf[SINK_MAX];
     uint64_t rules;  /* local counter, flushed per chunk */
     uint64_t cycles_model, cycles_store; /* CO_PROFILE only */
+    uint64_t task_hi, task_lo;          /* co_set_task: the action being tried */
+    uint64_t thi[SINK_MAX], tlo[SINK_MAX]; /* co_options.graph: each successor's task */
+    struct co_log *log;                 /* co_options.graph: this thread's edges */
 };
 
 /* The search. Fields that every thread writes often (count: every new state; next and the
@@ -224,6 +230,251 @@ static void barrier_wait(co_barrier *b) {
     }
     pthread_mutex_unlock(&b->mutex);
 }
+
+/* ------------------------------------------------------------------ the liveness graph */
+
+/* co_options.graph: each thread logs the edges it stores (source, target, task), in the
+ * order it stores them, so a state's edges are one thread's, in the order the model emitted
+ * them. A task is interned per thread (a small open-addressing table of its key pairs), and
+ * the threads' tables are merged once, after the search (co_graph_sizes). */
+#define CO_TASK_STRONG ((uint64_t)1 << 60)
+
+typedef struct {
+    uint64_t *hi, *lo;
+    uint8_t *strong;
+    uint32_t n, cap;  /* ids in use, id capacity */
+    uint32_t *slots;  /* id + 1, 0 empty */
+    uint32_t smask;   /* slots - 1 */
+} co_task_table;
+
+typedef struct co_log {
+    uint32_t *src, *dst;
+    int32_t *task;
+    uint64_t n, cap;
+    co_task_table tasks;
+    int32_t *global; /* after the merge: local task id -> global id */
+    bool failed;     /* an allocation failed: the search was stopped */
+} co_log;
+
+static struct {
+    co_log *logs;
+    int nlogs;
+    co_task_table tasks; /* merged */
+    bool merged;
+    uint64_t edges;
+} G;
+
+static uint64_t task_hash(uint64_t hi, uint64_t lo) {
+    uint64_t h = (hi * 0x9E3779B97F4A7C15ull) ^ lo;
+    h ^= h >> 31;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 29;
+    return h;
+}
+
+static void table_free(co_task_table *t) {
+    free(t->hi);
+    free(t->lo);
+    free(t->strong);
+    free(t->slots);
+    memset(t, 0, sizeof *t);
+}
+
+/* The id of (hi, lo) in t, added if new; -1 when memory ran out. */
+static int32_t intern_task(co_task_table *t, uint64_t hi, uint64_t lo, bool strong) {
+    if (t->slots == NULL || (uint64_t)(t->n + 1) * 2 > (uint64_t)t->smask + 1) {
+        uint32_t size = t->slots == NULL ? 64 : (t->smask + 1) * 2;
+        uint32_t *slots = calloc(size, sizeof *slots);
+        if (slots == NULL) return -1;
+        for (uint32_t i = 0; i < t->n; i++) {
+            uint32_t at = (uint32_t)task_hash(t->hi[i], t->lo[i]) & (size - 1);
+            while (slots[at]) at = (at + 1) & (size - 1);
+            slots[at] = i + 1;
+        }
+        free(t->slots);
+        t->slots = slots;
+        t->smask = size - 1;
+    }
+    uint32_t at = (uint32_t)task_hash(hi, lo) & t->smask;
+    for (; t->slots[at]; at = (at + 1) & t->smask) {
+        uint32_t i = t->slots[at] - 1;
+        if (t->hi[i] == hi && t->lo[i] == lo) {
+            if (strong) t->strong[i] = 1;
+            return (int32_t)i;
+        }
+    }
+    if (t->n == t->cap) {
+        uint32_t cap = t->cap ? t->cap * 2 : 64;
+        uint64_t *h = realloc(t->hi, cap * sizeof *h);
+        if (h == NULL) return -1;
+        t->hi = h;
+        uint64_t *l = realloc(t->lo, cap * sizeof *l);
+        if (l == NULL) return -1;
+        t->lo = l;
+        uint8_t *s = realloc(t->strong, cap);
+        if (s == NULL) return -1;
+        t->strong = s;
+        t->cap = cap;
+    }
+    uint32_t i = t->n++;
+    t->hi[i] = hi;
+    t->lo[i] = lo;
+    t->strong[i] = strong;
+    t->slots[at] = i + 1;
+    return (int32_t)i;
+}
+
+static void log_edge(co_log *log, uint32_t src, uint32_t dst, uint64_t hi, uint64_t lo) {
+    if (log->failed) return;
+    if (log->n == log->cap) {
+        uint64_t cap = log->cap ? log->cap * 2 : 4096;
+        uint32_t *a = realloc(log->src, cap * sizeof *a);
+        if (a != NULL) log->src = a;
+        uint32_t *b = a ? realloc(log->dst, cap * sizeof *b) : NULL;
+        if (b != NULL) log->dst = b;
+        int32_t *c = b ? realloc(log->task, cap * sizeof *c) : NULL;
+        if (c == NULL) {
+            log->failed = true;
+            request_stop(CO_STOP_MEMORY);
+            return;
+        }
+        log->task = c;
+        log->cap = cap;
+    }
+    int32_t task = -1;
+    if (hi != 0) {
+        task = intern_task(&log->tasks, hi & ~CO_TASK_STRONG, lo, (hi & CO_TASK_STRONG) != 0);
+        if (task < 0) {
+            log->failed = true;
+            request_stop(CO_STOP_MEMORY);
+            return;
+        }
+    }
+    log->src[log->n] = src;
+    log->dst[log->n] = dst;
+    log->task[log->n] = task;
+    log->n++;
+}
+
+static void graph_free(void) {
+    for (int i = 0; i < G.nlogs && G.logs != NULL; i++) {
+        co_log *log = &G.logs[i];
+        free(log->src);
+        free(log->dst);
+        free(log->task);
+        free(log->global);
+        table_free(&log->tasks);
+    }
+    free(G.logs);
+    table_free(&G.tasks);
+    memset(&G, 0, sizeof G);
+}
+
+int co_graph_sizes(uint64_t *states, uint64_t *edges, uint64_t *tasks) {
+    if (G.logs == NULL) return -1;
+    if (!G.merged) {
+        G.edges = 0;
+        for (int i = 0; i < G.nlogs; i++) {
+            co_log *log = &G.logs[i];
+            if (log->failed) return -1;
+            G.edges += log->n;
+            log->global = malloc(((size_t)log->tasks.n + 1) * sizeof(int32_t));
+            if (log->global == NULL) return -1;
+            for (uint32_t j = 0; j < log->tasks.n; j++) {
+                log->global[j] = intern_task(&G.tasks, log->tasks.hi[j], log->tasks.lo[j],
+                                             log->tasks.strong[j]);
+                if (log->global[j] < 0) return -1;
+            }
+        }
+        G.merged = true;
+    }
+    *states = atomic_load(&S.count);
+    *edges = G.edges;
+    *tasks = G.tasks.n;
+    return 0;
+}
+
+int co_graph_fill(int64_t *first, int32_t *dst, int32_t *task) {
+    if (!G.merged) return -1;
+    uint64_t n = atomic_load(&S.count);
+    memset(first, 0, (n + 1) * sizeof *first);
+    for (int i = 0; i < G.nlogs; i++) {
+        co_log *log = &G.logs[i];
+        for (uint64_t e = 0; e < log->n; e++) first[log->src[e] + 1]++;
+    }
+    for (uint64_t s = 0; s < n; s++) first[s + 1] += first[s];
+    /* a state's edges are all in one log, in order: place them from its row's start */
+    int64_t *pos = malloc((n + 1) * sizeof *pos);
+    if (pos == NULL) return -1;
+    memcpy(pos, first, (n + 1) * sizeof *pos);
+    for (int i = 0; i < G.nlogs; i++) {
+        co_log *log = &G.logs[i];
+        for (uint64_t e = 0; e < log->n; e++) {
+            int64_t at = pos[log->src[e]]++;
+            dst[at] = (int32_t)log->dst[e];
+            task[at] = log->task[e] < 0 ? -1 : log->global[log->task[e]];
+        }
+        free(log->src);
+        free(log->dst);
+        free(log->task);
+        log->src = log->dst = NULL;
+        log->task = NULL;
+        log->n = log->cap = 0;
+    }
+    free(pos);
+    return 0;
+}
+
+void co_graph_tasks(uint64_t *hi, uint64_t *lo, uint8_t *strong) {
+    for (uint32_t i = 0; i < G.tasks.n; i++) {
+        hi[i] = G.tasks.hi[i];
+        lo[i] = G.tasks.lo[i];
+        strong[i] = G.tasks.strong[i];
+    }
+}
+
+void co_parents(int32_t *out) {
+    uint64_t n = atomic_load(&S.count);
+    for (uint64_t i = 0; i < n; i++) out[i] = (int32_t)S.parents[i]; /* CO_NONE -> -1 */
+}
+
+int co_state_at(uint64_t id, uint64_t *out_words) {
+    if (S.states == NULL || id >= atomic_load(&S.count)) return -1;
+    co_state s;
+    load_state(id, &s);
+    memcpy(out_words, s.w, sizeof s.w);
+    return 0;
+}
+
+#ifdef CO_LIVE_INSTANCES
+int co_live_instances(void) { return CO_LIVE_INSTANCES; }
+
+int co_live_table(uint8_t *goal, uint8_t *premise, int64_t *err_state) {
+    uint64_t n = atomic_load(&S.count);
+    uint8_t g[CO_LIVE_INSTANCES + 1], p[CO_LIVE_INSTANCES + 1], e[CO_LIVE_INSTANCES + 1];
+    for (int i = 0; i < CO_LIVE_INSTANCES; i++) err_state[i] = -1;
+    for (uint64_t id = 0; id < n; id++) {
+        co_state s;
+        load_state(id, &s);
+        co_live_eval(&s, g, p, e);
+        for (int i = 0; i < CO_LIVE_INSTANCES; i++) {
+            goal[(uint64_t)i * n + id] = g[i];
+            premise[(uint64_t)i * n + id] = p[i];
+            if (e[i] && err_state[i] < 0) err_state[i] = (int64_t)id;
+        }
+    }
+    return 0;
+}
+#else
+int co_live_instances(void) { return -1; }
+
+int co_live_table(uint8_t *goal, uint8_t *premise, int64_t *err_state) {
+    (void)goal;
+    (void)premise;
+    (void)err_state;
+    return -1;
+}
+#endif
 
 /* ------------------------------------------------------------------ the table */
 
@@ -515,6 +766,8 @@ static void flush_sink(co_sink *sink) {
             } else if (r == INS_DROPPED) {
                 return;
             }
+            if (sink->log != NULL)
+                log_edge(sink->log, sink->parents[k], id, sink->thi[k], sink->tlo[k]);
         }
     }
 }
@@ -522,7 +775,14 @@ static void flush_sink(co_sink *sink) {
 CO_FN void co_emit_state(co_sink *sink, const void *succ) {
     if (sink->n == SINK_MAX) flush_sink(sink);
     sink->parents[sink->n] = sink->parent;
+    sink->thi[sink->n] = sink->task_hi;
+    sink->tlo[sink->n] = sink->task_lo;
     memcpy(&sink->buf[sink->n++], succ, sizeof(co_state));
+}
+
+CO_FN void co_set_task(co_sink *sink, uint64_t hi, uint64_t lo) {
+    sink->task_hi = hi;
+    sink->task_lo = lo;
 }
 
 CO_FN void co_emit_failure(co_sink *sink, int key) {
@@ -603,6 +863,9 @@ static void *worker(void *arg) {
     co_sink *sink = malloc(sizeof *sink);
     if (sink == NULL) {
         request_stop(CO_STOP_MEMORY);
+    } else {
+        sink->log = S.opt.graph ? &G.logs[tid] : NULL;
+        sink->task_hi = sink->task_lo = 0;
     }
     for (;;) {
         barrier_wait(&S.barrier);
@@ -653,7 +916,10 @@ static void *worker(void *arg) {
     return NULL;
 }
 
+static void graph_free(void);
+
 void co_free(void) {
+    graph_free();
     if (S.states) munmap(S.states, S.reserved_ids * CO_BYTES);
     if (S.parents) munmap(S.parents, S.reserved_ids * 4);
     if (S.table) munmap((void *)S.table, S.cap * 4);
@@ -691,6 +957,11 @@ int co_run(const co_options *options) {
     for (int k = 0; k <= CO_NUM_KEYS; k++) atomic_store(&S.first[k], CO_NO_FAILURE);
     S.finished = false;
     S.level_start = S.level_end = 0;
+    if (S.opt.graph) {
+        G.logs = calloc((size_t)S.opt.threads, sizeof(co_log));
+        G.nlogs = S.opt.threads;
+        if (G.logs == NULL) return CO_ERR_NOMEM;
+    }
 
     /* Reserve address space for every state the memory limit allows (committed lazily). */
     uint64_t ids = S.opt.memory_limit / (CO_BYTES + 4);

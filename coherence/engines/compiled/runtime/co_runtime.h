@@ -27,6 +27,9 @@ CO_FN void co_emit_state(co_sink *sink, const void *succ);
 /* A failing action (model error, coherence violation, no-transition) from the state being
  * expanded; key indexes GeneratedModel.keys. */
 CO_FN void co_emit_failure(co_sink *sink, int key);
+/* Liveness (generate(..., liveness=True), NOTE(compiled-liveness)): the fairness task of the
+ * action about to be tried; hi == 0: unfair. */
+CO_FN void co_set_task(co_sink *sink, uint64_t hi, uint64_t lo);
 
 /* ------------------------------------------------------------------ for Python (ctypes) */
 
@@ -39,7 +42,8 @@ typedef struct {
     int64_t max_depth;     /* do not expand states at this depth; -1: no bound */
     uint64_t memory_limit; /* bytes of state storage (states, parents, hash table); 0: 3/4 of RAM */
     int32_t table_log2;    /* initial hash table size (log2 slots); 0: default */
-    int32_t reserved;
+    int32_t graph;         /* keep every edge with its task (the liveness graph); needs the
+                            * model generated with liveness=True and symmetry off */
 } co_options;
 
 /* Why co_run returned (the stop reasons Python maps to the reference engine's messages). */
@@ -84,5 +88,21 @@ int64_t co_failure(int key, uint64_t *depth);
  * layout.pack()); returns the path length, writing only when it is <= max; -1: bad id. */
 int64_t co_path(uint64_t id, uint64_t *out_words, int64_t max);
 void co_free(void);
+
+/* The liveness graph (co_options.graph), after co_run and before co_free:
+ * co_graph_sizes merges the threads' edge logs and task tables (once) and gives the counts;
+ * co_graph_fill writes the edges in compressed rows by source (first: states + 1 offsets,
+ * dst and task per edge, task -1 for an unfair edge) and frees the logs; co_graph_tasks the
+ * key of each task (NOTE(task-keys)) and whether a strongly fair transition performs it.
+ * co_parents: the breadth-first parent of each state (-1 at initial states); co_state_at: one
+ * state's words; co_live_table: every liveness instance's goal and premise per state
+ * (instance-major: [i * states + id]) and the least state where it raises an error (-1). */
+int co_graph_sizes(uint64_t *states, uint64_t *edges, uint64_t *tasks);
+int co_graph_fill(int64_t *first, int32_t *dst, int32_t *task);
+void co_graph_tasks(uint64_t *hi, uint64_t *lo, uint8_t *strong);
+void co_parents(int32_t *out);
+int co_state_at(uint64_t id, uint64_t *out_words);
+int co_live_instances(void);
+int co_live_table(uint8_t *goal, uint8_t *premise, int64_t *err_state);
 
 #endif

@@ -1,0 +1,123 @@
+"""The compiled engine's liveness graph (issue 16): the generated C search keeps every edge.
+
+The model is generated with ``liveness=True`` (NOTE(compiled-liveness) in
+``coherence.engines.cgen.clive``: each action names its fairness task, and each liveness
+predicate is C), and the runtime, with ``co_options.graph``, logs each stored edge per thread
+and builds compressed rows after the search (``co_graph_*`` in ``co_runtime.c``). What comes
+back is ``coherence.liveness.built.Built``, the representation the reference engine's graph
+has, so the checks in ``coherence.liveness.check`` are the same code for both. The search's
+storage is kept until the checks are done (its states are read for the counterexamples),
+then freed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from array import array
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import attrs
+
+from coherence import ir
+from coherence.engines.compiled.build import build as build_library
+from coherence.engines.compiled.engine import Library, run_search
+from coherence.layout import Layout
+from coherence.liveness import reference
+from coherence.liveness.built import Built, Instance
+from coherence.liveness.graph import Graph
+from coherence.results import CheckOptions
+
+
+def _buffer(a: array, ctype: Any) -> Any:
+    return (ctype * len(a)).from_buffer(a)
+
+
+def _zeros(code: str, n: int) -> array:
+    """An array of ``max(n, 1)`` zeros (ctypes cannot view an empty buffer); the caller
+    trims it."""
+    return array(code, bytes(array(code).itemsize * max(n, 1)))
+
+
+@contextmanager
+def build(model: ir.Model, layout: Layout, insts: list[Instance], options: CheckOptions,
+          start: float) -> Iterator[Built]:
+    from coherence.engines.cgen.codegen import CodegenError, generate
+
+    try:
+        generated = generate(model, layout, liveness=True)
+    except CodegenError as err:  # the oracle builds it, and the report says so
+        with reference.build(model, layout, insts, options, start) as built:
+            built.engine = f"reference (the compiled engine cannot translate this model: {err})"
+            yield built
+        return
+    path, _cached = build_library(generated.source)
+    lib = Library.load(path)
+    if lib.words != layout.words or lib.bits != layout.bits:
+        raise RuntimeError(f"generated code packs {lib.bits} bits in {lib.words} words, "
+                           f"the layout {layout.bits} in {layout.words}")
+    if lib.lib.co_live_instances() != len(insts):
+        raise RuntimeError(f"the library evaluates {lib.lib.co_live_instances()} liveness "
+                           f"instances, the model has {len(insts)}")
+    # NOTE(liveness-symmetry) in coherence.liveness.check: every state, no symmetry
+    opts = attrs.evolve(options, symmetry=False, deadlock=False, stop_at_first=False,
+                        max_depth=None)
+    with lib.lock:
+        try:
+            stopped, _seconds, _threads = run_search(lib, opts, graph=True)
+            yield _collect(lib, layout, insts, stopped)
+        finally:
+            lib.lib.co_free()
+
+
+def _collect(lib: Library, layout: Layout, insts: list[Instance],
+             stopped: str | None) -> Built:
+    n, edges, tasks = ctypes.c_uint64(), ctypes.c_uint64(), ctypes.c_uint64()
+    if stopped is not None:
+        # a partial graph proves nothing: the counts only
+        p = lib.progress()
+        return Built(Graph(array("q", [0]), array("i"), array("i")), array("i"),
+                     _no_state, {}, stopped, [], "compiled", states=int(p.states))
+    if lib.lib.co_graph_sizes(ctypes.byref(n), ctypes.byref(edges), ctypes.byref(tasks)) != 0:
+        raise MemoryError("the compiled engine could not merge its liveness graph")
+    ns, ne, nt = n.value, edges.value, tasks.value
+    first, dst, task = _zeros("q", ns + 1), _zeros("i", ne), _zeros("i", ne)
+    if lib.lib.co_graph_fill(_buffer(first, ctypes.c_int64), _buffer(dst, ctypes.c_int32),
+                             _buffer(task, ctypes.c_int32)) != 0:
+        raise MemoryError("the compiled engine could not build its liveness graph")
+    del dst[ne:], task[ne:]
+    hi, lo, strong = _zeros("Q", nt), _zeros("Q", nt), _zeros("B", nt)
+    lib.lib.co_graph_tasks(_buffer(hi, ctypes.c_uint64), _buffer(lo, ctypes.c_uint64),
+                           _buffer(strong, ctypes.c_uint8))
+    parent = _zeros("i", ns)
+    lib.lib.co_parents(_buffer(parent, ctypes.c_int32))
+    del parent[ns:]
+    k = len(insts)
+    goal, premise = bytearray(max(1, k * ns)), bytearray(max(1, k * ns))
+    err = _zeros("q", k)
+    lib.lib.co_live_table((ctypes.c_uint8 * len(goal)).from_buffer(goal),
+                          (ctypes.c_uint8 * len(premise)).from_buffer(premise),
+                          _buffer(err, ctypes.c_int64))
+    errors: dict[str, int] = {}
+    for i, inst in enumerate(insts):
+        inst.goal = goal[i * ns:(i + 1) * ns]
+        inst.premise = premise[i * ns:(i + 1) * ns]
+        if err[i] >= 0:
+            name = inst.prop.name
+            errors[name] = min(errors.get(name, err[i]), err[i])
+    words = lib.words
+
+    def state(i: int) -> int:
+        buf = (ctypes.c_uint64 * words)()
+        if lib.lib.co_state_at(i, buf) != 0:
+            raise IndexError(f"no state {i}")
+        return layout.from_bytes(bytes(buf))
+
+    keys = [(hi[i], lo[i]) for i in range(nt)]
+    graph = Graph(first, dst, task, {i for i in range(nt) if strong[i]})
+    return Built(graph, parent, state, errors, None, keys, "compiled")
+
+
+def _no_state(i: int) -> int:
+    raise IndexError(f"no state {i}: the search stopped")

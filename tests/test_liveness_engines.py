@@ -1,0 +1,232 @@
+"""The liveness graph of the compiled engine against the reference engine's (issue 16).
+
+Both feed ``coherence.liveness.check`` one representation (``liveness.built.Built``); here the
+graphs themselves are compared, edge for edge with their fairness tasks, then the verdicts,
+and every lasso is replayed through the reference semantics and checked to be one: the cycle
+closes, the goal never holds on it, and each weakly fair task enabled all along it is taken.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from coherence import ir
+from coherence.engines import check
+from coherence.engines.compiled import CompiledEngine
+from coherence.layout import Layout
+from coherence.liveness import check_liveness
+from coherence.liveness import reference as ref_graph
+from coherence.liveness.built import Built, instances
+from coherence.liveness.tasks import TaskKeys
+from coherence.mutants import find_mutants, parse_header
+from coherence.results import CheckOptions, Failure
+from coherence.semantics import Semantics, State
+from coherence.spec.load import load_spec
+from coherence.spec.select import drop_properties
+from coherence.trace import action_from_json
+
+pytestmark = pytest.mark.skipif(
+    CompiledEngine().available() is not None, reason="no C compiler")
+
+ROOT = Path(__file__).resolve().parent.parent
+BUNDLED = ["german.coh", "msi_directory.coh", "mesi_directory.coh",
+           "broadcast_invalidate_acked.coh"]
+LIVELOCKS = [p for p in find_mutants(ROOT / "specs" / "mutants")
+             if any(e in {lp.name for lp in load_spec(p, {"agents": 2}).liveness}
+                    for e in parse_header(p).expect)]
+
+
+def compiled_builder():  # type: ignore[no-untyped-def]
+    from coherence.engines.compiled.graph import build
+    return build
+
+
+def bundled(name: str, agents: int) -> ir.Model:
+    return drop_properties(load_spec(ROOT / "specs" / name, {"agents": agents}), ["coherent"])
+
+
+def mutant(path: Path, agents: int | None = None) -> ir.Model:
+    m = parse_header(path)
+    return drop_properties(load_spec(path, {"agents": agents or m.agents}), list(m.skip))
+
+
+def edges_by_state(built: Built, layout: Layout) -> tuple[Counter, list[bytes]]:
+    """The multiset of (source, target, task key, strong) over packed states, and each
+    state's packed code in id order."""
+    g = built.graph
+    packed = [built.state(i) for i in range(g.n)]
+    out: Counter = Counter()
+    for s in range(g.n):
+        for e in range(g.first[s], g.first[s + 1]):
+            t = g.task[e]
+            key = None if t < 0 else (built.task_keys[t], t in g.strong)
+            out[packed[s], packed[g.dst[e]], key] += 1
+    return out, packed
+
+
+def assert_same_graph(model: ir.Model) -> None:
+    layout = Layout(model)
+    ri, ci = instances(model), instances(model)
+    opts = CheckOptions(symmetry=False)
+    with ref_graph.build(model, layout, ri, opts, time.perf_counter()) as ref, \
+            compiled_builder()(model, layout, ci, opts, time.perf_counter()) as comp:
+        assert comp.engine == "compiled" and ref.stopped is None is comp.stopped
+        assert comp.graph.n == ref.graph.n and len(comp.graph.dst) == len(ref.graph.dst)
+        ref_edges, ref_packed = edges_by_state(ref, layout)
+        comp_edges, comp_packed = edges_by_state(comp, layout)
+        assert comp_edges == ref_edges
+        # the same truth of every premise and goal in every state
+        where = {code: i for i, code in enumerate(comp_packed)}
+        for r, c in zip(ri, ci, strict=True):
+            for i, code in enumerate(ref_packed):
+                j = where[code]
+                assert (r.goal[i], r.premise[i]) == (c.goal[j], c.premise[j]), r.prop.name
+        assert set(ref.errors) == set(comp.errors)
+        # breadth-first ids: a parent is one level up, so stems are shortest in both
+        assert Counter(_depths(ref)) == Counter(_depths(comp))
+
+
+def _depths(built: Built) -> list[int]:
+    depth = [0] * built.graph.n
+    for i in range(built.graph.n):
+        p = built.parent[i]
+        depth[i] = 0 if p < 0 else depth[p] + 1
+        assert p < i
+    return depth
+
+
+def replayed_states(sem: Semantics, f: Failure) -> list[State]:
+    state = sem.initial_states()[0]
+    states = [state]
+    for step in f.trace:
+        out = sem.execute(state, action_from_json(step.action))
+        assert out is not None and out.state is not None, f"step {step.index} does not replay"
+        state = out.state
+        states.append(state)
+    return states
+
+
+def assert_valid_lasso(model: ir.Model, f: Failure) -> None:
+    """Some instance of the property is broken by this run: from the start of its loop on,
+    the goal never holds; the loop closes (or nothing fair can happen at its end); and every
+    weakly fair task enabled in every state of the loop is taken in it."""
+    sem = Semantics(model)
+    keys = TaskKeys(model, Layout(model))
+    states = replayed_states(sem, f)
+    assert f.loop_start is not None
+    k = f.loop_start - 1  # index in ``states`` of the loop's first state
+    loop = states[k:]
+    prop = next(p for p in model.liveness if p.name == f.name)
+    names = [b.name for b in prop.binders]
+    goal = sem.predicate(prop.goal, names)
+
+    def enabled(s: State) -> set:
+        outs, _ = sem.enabled(s)
+        return {keys.key(o.action) for o in outs if o.state is not None} - {None}
+
+    taken = {keys.key(action_from_json(step.action)) for step in f.trace[k:]} - {None}
+    closes = len(loop) > 1 and loop[0] == loop[-1]
+    if not closes:  # the run stays in its last state: nothing fair is enabled there
+        assert len(loop) == 1 or prop.kind is ir.LivenessKind.REACHABLE
+        if prop.kind is ir.LivenessKind.LEADS_TO:
+            assert not enabled(loop[-1])
+    elif prop.kind is ir.LivenessKind.LEADS_TO:
+        always = set.intersection(*(enabled(s) for s in loop[:-1]))
+        strong = {keys.key(o.action) for s in loop[:-1] for o in sem.enabled(s)[0]
+                  if o.state is not None and keys.strong(o.action)}
+        assert always - strong <= taken, "a weakly fair task is neglected on the cycle"
+    for inst in instances(model):
+        if inst.prop.name == f.name and not any(goal(s, inst.line, inst.values) for s in loop):
+            return
+    raise AssertionError(f"{f.name}: the goal holds somewhere on the loop for every instance")
+
+
+def assert_same_verdicts(model: ir.Model) -> None:
+    opts = CheckOptions(symmetry=False)
+    ref = check_liveness(model, opts)
+    comp = check_liveness(model, opts, compiled_builder())
+    assert comp.engine == "compiled"
+    assert (comp.states, comp.edges) == (ref.states, ref.edges)
+    assert {f.name for f in comp.failures} == {f.name for f in ref.failures}
+    for f in [*ref.failures, *comp.failures]:
+        if f.kind == "liveness":
+            assert_valid_lasso(model, f)
+
+
+@pytest.mark.parametrize("path", LIVELOCKS, ids=[p.stem for p in LIVELOCKS])
+def test_livelock_mutants_same_graph_and_verdict(path: Path) -> None:
+    model = mutant(path)
+    assert_same_graph(model)
+    assert_same_verdicts(model)
+
+
+@pytest.mark.parametrize("spec", ["broadcast_invalidate_acked.coh", "msi_directory.coh"])
+def test_bundled_same_graph_at_2_agents(spec: str) -> None:
+    assert_same_graph(bundled(spec, 2))
+
+
+@pytest.mark.parametrize("spec", BUNDLED)
+def test_bundled_same_verdict_at_2_agents(spec: str) -> None:
+    assert_same_verdicts(bundled(spec, 2))
+
+
+def test_check_uses_the_compiled_graph_by_default_and_the_reference_on_request() -> None:
+    model = bundled("broadcast_invalidate_acked.coh", 2)
+    auto = check(model, CheckOptions(liveness=True), engine="auto")
+    ref = check(model, CheckOptions(liveness=True), engine="reference")
+    assert any(n.startswith("liveness: ") and n.endswith("engine compiled") for n in auto.notes)
+    assert any(n.startswith("liveness: ") and n.endswith("engine reference") for n in ref.notes)
+    assert auto.verdict == ref.verdict == "holds"
+
+
+ERRING = """
+param agents = 2;
+param values = 1;
+network net: unordered, capacity = 2;
+message Req;
+message Ack;
+event Go;
+home machine H {
+  stable state R;
+  var x: value = undefined;
+  init R;
+  on Req { x := 0; send Ack to msg.src; }
+}
+cache machine C {
+  stable state I, D;
+  transient state W;
+  init I;
+  on Go in I { send Req to home; goto W; }
+  on Ack in W { goto D; }
+  rule Done in D { goto I; }
+}
+liveness bad: forall a: agent :: C[a].state == W ~> H.x == 0;
+"""
+
+
+def test_a_model_error_in_a_predicate_is_found_by_both() -> None:
+    from coherence import load_spec_text
+    model = load_spec_text(ERRING, "e.coh")
+    ref = check_liveness(model, CheckOptions(symmetry=False))
+    comp = check_liveness(model, CheckOptions(symmetry=False), compiled_builder())
+    for r in (ref, comp):
+        assert [(f.kind, f.name) for f in r.failures] == [("error", "bad")]
+        assert "undefined" in r.failures[0].message
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", LIVELOCKS, ids=[p.stem for p in LIVELOCKS])
+def test_livelock_mutants_same_verdict_at_3_agents(path: Path) -> None:
+    assert_same_verdicts(mutant(path, 3))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", BUNDLED)
+def test_bundled_same_graph_and_verdict_at_3_agents(spec: str) -> None:
+    model = bundled(spec, 3)
+    assert_same_graph(model)
+    assert_same_verdicts(model)
