@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import attrs
 
-from coherence.errors import NO_SPAN, Span
+from coherence.errors import NO_SPAN, Span, SpecError
 
 
 def _span() -> Span:
@@ -45,10 +45,14 @@ class Ordering(_Kind):
 
 
 class MachineKind(_Kind):
-    """CACHE: one per agent and line; HOME: one per line."""
+    """CACHE: one per agent and line; HOME: one per line; MACHINE: a machine of a
+    hierarchical spec, one per line and per tuple of its index values (``Machine.indices``;
+    none: one per line). NOTE(hierarchy): a spec's machines are either the two built-in kinds
+    or all MACHINE (``Model.is_hierarchical``)."""
 
     CACHE = "cache"
     HOME = "home"
+    MACHINE = "machine"
 
 
 class TransitionKind(_Kind):
@@ -123,6 +127,38 @@ class NodeT:
 
 
 @attrs.frozen
+class IndexT:
+    """A symmetric index type of a hierarchical spec (``index gpu: gpus;``), ids 0..n-1.
+    ``parent`` names the index type it is nested in (``index sm: sms within gpu;``): a value
+    is then an id within one instance of the parent, and symmetry permutes the ids within
+    each parent id separately (NOTE(hierarchy-symmetry) in ``coherence.symmetry``)."""
+
+    name: str
+    n: int
+    parent: str | None = None
+
+    def size(self) -> int:
+        return self.n
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@attrs.frozen
+class HNodeT:
+    """A node of a hierarchical spec: any machine instance, by its flat id 0..n-1
+    (``instances``). The type of ``msg.src``, ``self`` and send destinations there."""
+
+    n: int
+
+    def size(self) -> int:
+        return self.n
+
+    def __str__(self) -> str:
+        return "node"
+
+
+@attrs.frozen
 class EnumT:
     name: str
     members: tuple[str, ...]
@@ -152,13 +188,13 @@ class StateT:
 class SetT:
     """A set of agents, held as a bitmask."""
 
-    elem: AgentT
+    elem: AgentT | IndexT
 
     def size(self) -> int:
         return 1 << self.elem.n
 
     def __str__(self) -> str:
-        return "set<agent>"
+        return f"set<{self.elem}>"
 
 
 @attrs.frozen
@@ -173,15 +209,16 @@ class ArrayT:
         return f"array<{self.index}, {self.elem}>"
 
 
-Type = BoolT | IntT | ValueT | AgentT | NodeT | EnumT | StateT | SetT | ArrayT
-SCALAR_INDEX_TYPES = (BoolT, IntT, ValueT, AgentT, NodeT, EnumT)
+Type = (BoolT | IntT | ValueT | AgentT | NodeT | EnumT | StateT | SetT | ArrayT | IndexT
+        | HNodeT)
+SCALAR_INDEX_TYPES = (BoolT, IntT, ValueT, AgentT, NodeT, EnumT, IndexT, HNodeT)
 
 
 def domain(t: Type) -> range:
     """The run-time values of a finite scalar type, in order."""
     if isinstance(t, IntT):
         return range(t.lo, t.hi + 1)
-    if isinstance(t, (BoolT, ValueT, AgentT, NodeT, EnumT, StateT)):
+    if isinstance(t, (BoolT, ValueT, AgentT, NodeT, EnumT, StateT, IndexT, HNodeT)):
         return range(t.size())
     raise TypeError(f"no enumerable domain for {t}")
 
@@ -193,7 +230,7 @@ def index_offset(t: Type) -> int:
 
 def is_symmetric(t: Type) -> bool:
     """Whether values of ``t`` are renamed when agents are permuted."""
-    if isinstance(t, (AgentT, NodeT, SetT)):
+    if isinstance(t, (AgentT, NodeT, SetT, IndexT, HNodeT)):
         return True
     if isinstance(t, ArrayT):
         return is_symmetric(t.index) or is_symmetric(t.elem)
@@ -388,8 +425,43 @@ class Cond:
     span: Span = _span()
 
 
+@attrs.frozen
+class NodeOf:
+    """The node of one instance of a hierarchical spec's machine: ``L1[g, s]``, ``Mem``.
+    ``indices`` are the instance's index values in the machine's order, or one node-typed
+    expression (checked at run time to be an instance of ``machine``)."""
+
+    machine: str
+    indices: tuple[Expr, ...]
+    type: HNodeT
+    span: Span = _span()
+
+
+@attrs.frozen
+class NodeIndex:
+    """The value of index type ``index`` of a node (``msg.src.gpu``; a machine's own index
+    names, ``g`` in ``machine L2[g: gpu]``, are this of ``self``); a model error when the
+    node's machine is not indexed by it."""
+
+    node: Expr
+    index: str
+    type: IndexT
+    span: Span = _span()
+
+
+@attrs.frozen
+class NodeIs:
+    """``n is L1``: whether node ``n`` is an instance of ``machine``."""
+
+    node: Expr
+    machine: str
+    type: BoolT
+    span: Span = _span()
+
+
 Expr = (Lit | Local | SelfId | GVar | MVar | MState | MsgField | MsgSrc | Index | Unary | Binary
-        | SetLit | Call | Quant | InFlight | MsgQuant | MsgVarAttr | Cond)
+        | SetLit | Call | Quant | InFlight | MsgQuant | MsgVarAttr | Cond | NodeOf | NodeIndex
+        | NodeIs)
 LValue = GVar | MVar | Index
 
 # ---------------------------------------------------------------- statements
@@ -444,6 +516,19 @@ class Broadcast:
 
 
 @attrs.frozen
+class Multicast:
+    """``broadcast M to L1[g] except n;``: send to every instance of ``machine`` whose leading
+    index values equal ``prefix`` (all of them when it is empty), but node ``exclude``."""
+
+    message: str
+    args: tuple[Expr, ...]
+    machine: str
+    prefix: tuple[Expr, ...]
+    exclude: Expr | None
+    span: Span = _span()
+
+
+@attrs.frozen
 class Goto:
     state: str
     span: Span = _span()
@@ -466,7 +551,7 @@ class Assert:
     span: Span = _span()
 
 
-Stmt = Assign | If | For | Let | Send | Broadcast | Goto | Perform | Assert
+Stmt = Assign | If | For | Let | Send | Broadcast | Multicast | Goto | Perform | Assert
 
 
 def walk_stmts(stmts: tuple[Stmt, ...]) -> Iterator[Stmt]:
@@ -592,6 +677,9 @@ class Machine:
     transitions: tuple[Transition, ...]
     state_type: StateT
     span: Span = _span()
+    # NOTE(hierarchy): a MACHINE of a hierarchical spec is replicated over these (binder
+    # name, IndexT); empty for every other machine
+    indices: tuple[Field, ...] = ()
 
     def state_index(self, name: str) -> int:
         return self.state_type.members.index(name)
@@ -677,6 +765,21 @@ class Model:
     # bind it to other parameter values in memory; opaque here and not part of the IR's value
     origin: object = attrs.field(default=None, eq=False, repr=False)
     liveness: tuple[Liveness, ...] = ()
+    # NOTE(hierarchy): the index types of a hierarchical spec, parents before children
+    indexes: tuple[IndexT, ...] = ()
+
+    @property
+    def is_hierarchical(self) -> bool:
+        """Whether the spec uses the general machines (``machine L1[g: gpu, s: sm]``) rather
+        than the two built-in kinds; back ends that do not support them yet refuse it
+        (``refuse_hierarchical``)."""
+        return any(m.kind is MachineKind.MACHINE for m in self.machines)
+
+    def index_type(self, name: str) -> IndexT:
+        for t in self.indexes:
+            if t.name == name:
+                return t
+        raise KeyError(name)
 
     def machine(self, name: str) -> Machine:
         for m in self.machines:
@@ -716,3 +819,50 @@ class Model:
     @property
     def home_id(self) -> int:
         return self.agents
+
+
+# ---------------------------------------------------------------- hierarchy
+
+
+@attrs.frozen
+class Instance:
+    """One machine instance of a hierarchical spec (per line): its flat node id, machine and
+    index values (in the machine's order)."""
+
+    node: int
+    machine: str
+    values: tuple[int, ...]
+
+
+def instances(model: Model) -> tuple[Instance, ...]:
+    """NOTE(hierarchy-nodes): the flat numbering of a hierarchical spec's nodes: machines in
+    declaration order, each one's instances in lexicographic order of their index values. A
+    nested index's values are ids within the enclosing index's value, so ``L1[g, s]`` is one
+    instance per (g, s). (Legacy specs number agents 0..n-1 and the home n.)"""
+    out: list[Instance] = []
+    for m in model.machines:
+        combos: list[tuple[int, ...]] = [()]
+        for f in m.indices:
+            combos = [(*c, v) for c in combos for v in domain(f.type)]
+        out += [Instance(len(out) + i, m.name, c) for i, c in enumerate(combos)]
+    return tuple(out)
+
+
+def event_machine(model: Model) -> Machine | None:
+    """The machine that handles processor events (the processors: the coherence monitor's
+    agents); None when no machine does."""
+    for m in model.machines:
+        if any(t.kind is TransitionKind.EVENT for t in m.transitions):
+            return m
+    return None
+
+
+def refuse_hierarchical(model: Model, what: str) -> None:
+    """NOTE(hierarchy-refusal): the one guard of every back end that does not support
+    hierarchical specs yet: a located error (exit code 2), never a wrong answer."""
+    if not model.is_hierarchical:
+        return
+    first = next(m for m in model.machines if m.kind is MachineKind.MACHINE)
+    raise SpecError(f"{what} does not support hierarchical specs yet (machine {first.name} "
+                    "and the `machine NAME[...]` form); use `coherence check --engine "
+                    "reference`", first.span)

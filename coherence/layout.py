@@ -29,9 +29,15 @@ union as wide as the widest message of the network.
 
 NOTE(layout-agents): ``agent_slots`` says which slots belong to which agent (its cache
 variables and its monitor entries); symmetry permutes those blocks and renames the values of
-slots whose ``renames`` flag is set. A later generalisation to several replicated machine
-kinds adds blocks per index type; the slot table is already free of the two-kinds
-assumption except in how it is filled.
+slots whose ``renames`` flag is set.
+
+NOTE(hierarchy): a hierarchical spec (``ir.Model.is_hierarchical``) has no home block: each
+line holds one block per node (``ir.instances``: every machine instance, numbered flat), each
+with its own machine's control state and variables, in node order; message records name
+nodes (``bits_for(nodes - 1)`` bits), FIFO queues exist for the (sender machine, receiver
+machine) pairs the sends allow, and the monitor has one entry per processor. Its node
+blocks belong to no agent (``agent_slots`` is per processor's monitor entry only): the
+hierarchical symmetry (``coherence.symmetry.HierarchySymmetry``) permutes whole states.
 """
 
 from __future__ import annotations
@@ -77,7 +83,8 @@ class Slot:
     @property
     def renames(self) -> bool:
         """Its value names agents, so a permutation renames it."""
-        return self.type is not None and isinstance(self.type, (ir.AgentT, ir.NodeT, ir.SetT))
+        return self.type is not None and isinstance(self.type, (
+            ir.AgentT, ir.NodeT, ir.SetT, ir.IndexT, ir.HNodeT))
 
 
 @attrs.frozen
@@ -119,7 +126,8 @@ def scalar_size(t: ir.Type) -> tuple[int, int]:
     match t:
         case ir.IntT():
             return t.lo, t.hi - t.lo + 1
-        case ir.BoolT() | ir.ValueT() | ir.AgentT() | ir.NodeT() | ir.EnumT() | ir.SetT():
+        case (ir.BoolT() | ir.ValueT() | ir.AgentT() | ir.NodeT() | ir.EnumT() | ir.SetT()
+              | ir.IndexT() | ir.HNodeT()):
             return 0, t.size()
         case ir.StateT():
             return 0, t.size()
@@ -156,9 +164,20 @@ def arrays_can_be_undefined(model: ir.Model) -> bool:
 
 def fifo_endpoints(model: ir.Model) -> dict[str, set[tuple[str, str]]]:
     """Per network, the (sender kind, receiver kind) pairs its messages can travel between,
-    from the sends in the spec: a queue that no send can fill takes no bits."""
+    from the sends in the spec: a queue that no send can fill takes no bits. (Hierarchical
+    specs: the (sender machine, receiver machine) names.)"""
     home_id = model.agents
     out: dict[str, set[tuple[str, str]]] = {n.name: set() for n in model.networks}
+    if model.is_hierarchical:
+        every = [m.name for m in model.machines]
+        for machine, s in _all_stmts(model):
+            if isinstance(s, ir.Multicast):
+                out[model.message(s.message).network].add((machine.name, s.machine))
+            elif isinstance(s, ir.Send):
+                net = model.message(s.message).network
+                targets = [s.dst.machine] if isinstance(s.dst, ir.NodeOf) else every
+                out[net].update((machine.name, t) for t in targets)
+        return out
     for machine, s in _all_stmts(model):
         if isinstance(s, ir.Broadcast):
             out[model.message(s.message).network].add((machine.kind, "cache"))
@@ -183,6 +202,9 @@ class Layout:
     def __init__(self, model: ir.Model) -> None:
         self.model = model
         self.n = n = model.agents
+        # every node id a message may name: agents and the home, or a hierarchical spec's
+        # machine instances
+        self.nodes = len(ir.instances(model)) if model.is_hierarchical else n + 1
         self.slots: list[Slot] = []
         self._offset = 0
         self.array_flags = arrays_can_be_undefined(model)
@@ -204,7 +226,18 @@ class Layout:
                                for v in home.vars]
             self.line_home.append(home_slots)
             caches: list[list[Any]] = []
-            if cache is not None:
+            if model.is_hierarchical:
+                for inst in ir.instances(model):
+                    mach = model.machine(inst.machine)
+                    base = f"line{line}.{inst.machine}" + (
+                        f"[{','.join(map(str, inst.values))}]" if inst.values else "")
+                    node_slots: list[Any] = [self._add(
+                        f"{base}.state", SlotKind.STATE, bits_for(mach.state_type.size() - 1),
+                        type=mach.state_type)]
+                    node_slots += [self._var_tree(f"{base}.{v.name}", v.type, None)
+                                   for v in mach.vars]
+                    caches.append(node_slots)
+            elif cache is not None:
                 for a in range(n):
                     base = f"line{line}.{cache.name}[{a}]"
                     one: list[Any] = [self._add(f"{base}.state", SlotKind.STATE,
@@ -297,7 +330,7 @@ class Layout:
                 placed.append((shift, w, ft))
             formats[t] = MessageFormat(local + 1, tuple(placed))
         type_bits = bits_for(len(types))
-        node_bits = bits_for(self.n)
+        node_bits = bits_for(self.nodes - 1)
         line_bits = bits_for(m.lines - 1)
         layout = NetLayout(net.name, net.ordering, net.capacity, formats=formats,
                            union_bits=union, type_bits=type_bits, node_bits=node_bits,
@@ -310,14 +343,18 @@ class Layout:
             slots = tuple(self._add(f"net.{net.name}[{i}]", SlotKind.RECORD, width)
                           for i in range(net.capacity))
             return attrs.evolve(layout, slots=slots)
+        hier = ir.instances(m)
+
         def kind_of(node: int) -> str:
+            if m.is_hierarchical:
+                return hier[node].machine
             return "home" if node == self.n else "cache"
 
         pairs = []
         queues = []
         for line in range(m.lines):
-            for src in range(self.n + 1):
-                for dst in range(self.n + 1):
+            for src in range(self.nodes):
+                for dst in range(self.nodes):
                     if (kind_of(src), kind_of(dst)) not in ends:
                         continue
                     pairs.append((line, src, dst))

@@ -18,6 +18,11 @@ NOTE(values): ``UNDEF`` is the run-time "undefined"; any operation on it but cop
 error, as in Murphi, so clearing a field never changes behaviour, only the state count.
 The home node's id is ``model.agents``.
 
+NOTE(hierarchy): a hierarchical spec's state has the same shape, with no home and one entry
+of ``caches`` per node (``ir.instances``: every machine instance, numbered flat), each
+``(state, *vars)`` of its own machine; an action's ``agent`` is the node, messages name
+nodes, and the monitor has one entry per processor (an instance of ``ir.event_machine``).
+
 Each semantic decision is defined once here, and every consumer calls it: which actions can be
 tried (``action_instances``, from ``spontaneous`` and ``param_values``), which messages may
 arrive under each ordering (``deliverable``), what is in flight (``in_flight``,
@@ -78,7 +83,7 @@ class Action(NamedTuple):
 
     kind: ir.TransitionKind
     machine: str
-    agent: int | None  # the cache's agent id; None for the home machine
+    agent: int | None  # the cache's agent id (hierarchical: the node); None for the home
     line: int
     transition: int  # index into the machine's transitions
     params: tuple[int, ...]
@@ -227,6 +232,22 @@ class Semantics:
         self.monitor = any(p.kind == "coherence" for p in model.properties)
         self.coherence_names = [p.name for p in model.properties if p.kind == "coherence"]
         self._full_mask = (1 << model.values) - 1
+        self.hier = model.is_hierarchical
+        # NOTE(hierarchy-nodes): per node its machine and index values by index type; per
+        # machine its nodes with their index values; the processors' monitor entries
+        self.instances = ir.instances(model) if self.hier else ()
+        self.node_machine = [model.machine(inst.machine) for inst in self.instances]
+        self.node_indices: list[dict[str, int]] = [
+            {f.type.name: v for f, v in zip(model.machine(inst.machine).indices, inst.values,
+                                             strict=True) if isinstance(f.type, ir.IndexT)}
+            for inst in self.instances]
+        self.machine_nodes: dict[str, list[tuple[int, tuple[int, ...]]]] = {}
+        for inst in self.instances:
+            self.machine_nodes.setdefault(inst.machine, []).append((inst.node, inst.values))
+        processor = ir.event_machine(model) if self.hier else None
+        self.proc_of: dict[int, int] = {
+            node: k for k, (node, _v) in enumerate(
+                self.machine_nodes.get(processor.name, []) if processor else [])}
         self._guards: dict[tuple[str, int], Compiled | None] = {}
         self._bodies: dict[tuple[str, int], Callable[[_Env], None]] = {}
         for m in model.machines:
@@ -250,6 +271,18 @@ class Semantics:
                 return lambda env: env.locals[name]
             case ir.SelfId():
                 return lambda env: env.agent
+            case ir.NodeOf():
+                return self._node_of(e)
+            case ir.NodeIndex():
+                return self._node_index(e)
+            case ir.NodeIs():
+                node = self.expr(e.node)
+                machine, span = e.machine, e.span
+                names = [m.name for m in self.node_machine]
+
+                def node_is(env: _Env) -> int:
+                    return int(names[_check(node(env), "node", span)] == machine)
+                return node_is
             case ir.GVar():
                 slot = self.global_slot[e.name]
                 return lambda env: env.globals[slot]
@@ -257,12 +290,16 @@ class Semantics:
                 slot = self.var_slot[(e.machine, e.name)]
                 if e.agent is None:
                     return lambda env: env.home[slot]
-                agent = self.agent_expr(e.agent, e.span)
+                if isinstance(e.agent, ir.SelfId):
+                    return lambda env: env.caches[env.agent][slot]
+                agent = self.agent_expr(e.agent, e.span, e.machine)
                 return lambda env: env.caches[agent(env)][slot]
             case ir.MState():
                 if e.agent is None:
                     return lambda env: env.home[0]
-                agent = self.agent_expr(e.agent, e.span)
+                if isinstance(e.agent, ir.SelfId):
+                    return lambda env: env.caches[env.agent][0]
+                agent = self.agent_expr(e.agent, e.span, e.machine)
                 return lambda env: env.caches[agent(env)][0]
             case ir.MsgField():
                 return self._msg_field(e)
@@ -342,9 +379,55 @@ class Semantics:
         pos = self.field_pos[(self.msg_index[e.message], attr)]
         return lambda env: env.locals[name][2][pos]
 
-    def agent_expr(self, e: ir.Expr, span: Span) -> Compiled:
+    def _node_of(self, e: ir.NodeOf) -> Compiled:
+        """The flat node of ``machine[indices]`` (NOTE(hierarchy-nodes): mixed radix)."""
+        nodes = self.machine_nodes[e.machine]
+        base = nodes[0][0]
+        sizes = [f.type.size() for f in self.model.machine(e.machine).indices]
+        values = [self.expr(x) for x in e.indices]
+        span = e.span
+        if not values:
+            return lambda env: base
+
+        def node_of(env: _Env) -> int:
+            k = 0
+            for f, size in zip(values, sizes, strict=True):
+                k = k * size + _check(f(env), "machine index", span)
+            return base + k
+        return node_of
+
+    def _node_index(self, e: ir.NodeIndex) -> Compiled:
+        node = self.expr(e.node)
+        name, span = e.index, e.span
+        table = self.node_indices
+
+        def node_index(env: _Env) -> int:
+            n = _check(node(env), "node", span)
+            v = table[n].get(name)
+            if v is None:
+                raise ModelError(f"{self.node_name(n)} has no {name} index", span, "no-index")
+            return v
+        return node_index
+
+    def agent_expr(self, e: ir.Expr, span: Span, machine: str | None = None) -> Compiled:
         f = self.expr(e)
         n = self.n
+        if self.hier:
+            names = [m.name for m in self.node_machine]
+            procs = self.proc_of
+
+            def node(env: _Env) -> int:
+                a = f(env)
+                if a == UNDEF:
+                    raise ModelError("node is undefined", span, "undefined-agent")
+                if machine is None and a not in procs:
+                    raise ModelError(f"{self.node_name(a)} is not a processor", span,
+                                     "not-agent")
+                if machine is not None and names[a] != machine:
+                    raise ModelError(f"{self.node_name(a)} is not an instance of {machine}",
+                                     span, "not-agent")
+                return a
+            return node
 
         def agent(env: _Env) -> int:
             a = f(env)
@@ -463,6 +546,8 @@ class Semantics:
                 return self._send(s)
             case ir.Broadcast():
                 return self._broadcast(s)
+            case ir.Multicast():
+                return self._multicast(s)
             case ir.Goto():
                 target = s.state
 
@@ -526,6 +611,26 @@ class Semantics:
                     self.deliver(env, t, values, a, span)
         return broadcast
 
+    def _multicast(self, s: ir.Multicast) -> Callable[[_Env], None]:
+        """To every instance of the machine whose leading indices are the prefix's values, in
+        node order (the order matters only on the atomic bus)."""
+        args = [self.expr(a) for a in s.args]
+        prefix = [self.expr(x) for x in s.prefix]
+        exclude = self.expr(s.exclude) if s.exclude is not None else None
+        t = self.msg_index[s.message]
+        span = s.span
+        nodes = self.machine_nodes[s.machine]
+        k = len(prefix)
+
+        def multicast(env: _Env) -> None:
+            values = tuple(f(env) for f in args)
+            want = tuple(_check(f(env), "machine index", span) for f in prefix)
+            skip = exclude(env) if exclude is not None else None
+            for node, idx in nodes:
+                if node != skip and idx[:k] == want:
+                    self.deliver(env, t, values, node, span)
+        return multicast
+
     def _perform(self, s: ir.Perform) -> Callable[[_Env], None]:
         value = self.expr(s.value)
         agent = self.agent_expr(s.agent, s.span)
@@ -566,7 +671,11 @@ class Semantics:
                 def set_home(env: _Env) -> None:
                     env.home[slot] = checked(env)
                 return set_home
-            agent = self.agent_expr(target.agent, span)
+            if isinstance(target.agent, ir.SelfId):
+                def set_own(env: _Env) -> None:
+                    env.caches[env.agent][slot] = checked(env)
+                return set_own
+            agent = self.agent_expr(target.agent, span, target.machine)
 
             def set_cache(env: _Env) -> None:
                 env.caches[agent(env)][slot] = checked(env)
@@ -625,12 +734,11 @@ class Semantics:
             raise ModelError("messages on the atomic bus keep triggering each other "
                              f"(more than {BUS_NESTING_LIMIT} nested deliveries)", span,
                              "bus-nesting")
-        machine = self.home if dst == self.home_id else self.cache
+        machine, agent = self.receiver(dst)
         name = self.model.messages[t].name
         if machine is None:
             raise ModelError(f"{name} sent to a machine the spec does not have", span,
                              "no-machine")
-        agent = None if machine.kind is ir.MachineKind.HOME else dst
         state = env.home[0] if agent is None else env.caches[agent][0]
         saved = (env.agent, env.msg, env.locals, env.goto)
         env.agent, env.msg, env.goto = agent, (src, fields, t), None
@@ -641,7 +749,7 @@ class Semantics:
             if not candidates:
                 raise ModelError(f"no transition for {name} in state "
                                  f"{machine.state_type.members[state]} of "
-                                 f"{_machine_label(machine, agent)}", span, "bus-no-transition")
+                                 f"{self.label(machine, agent)}", span, "bus-no-transition")
             if any(tr.stall for tr in candidates):
                 raise ModelError(f"{name} cannot stall on the atomic bus", span, "bus-stall")
             if len(enabled) != 1:
@@ -685,7 +793,12 @@ class Semantics:
             home = (self.home.state_index(self.home.init_state),
                     *(self.init_value(v) for v in self.home.vars))
         caches: tuple = ()
-        if self.cache is not None:
+        if self.hier:
+            first = {mach.name: (mach.state_index(mach.init_state),
+                                 *(self.init_value(v) for v in mach.vars))
+                     for mach in m.machines}
+            caches = tuple(first[mach.name] for mach in self.node_machine)
+        elif self.cache is not None:
             one = (self.cache.state_index(self.cache.init_state),
                    *(self.init_value(v) for v in self.cache.vars))
             caches = tuple(one for _ in range(self.n))
@@ -756,7 +869,19 @@ class Semantics:
         lines = state[0]
         out: list[Action] = []
         only = None if transition is None else (transition.machine, transition.index)
-        if transition is None or transition.kind is not ir.TransitionKind.MESSAGE:
+        if self.hier and (transition is None
+                          or transition.kind is not ir.TransitionKind.MESSAGE):
+            for line in range(self.model.lines):
+                nodes = lines[line][2]
+                for node, mach in enumerate(self.node_machine):
+                    sname = mach.state_type.members[nodes[node][0]]
+                    for tr, values in self._spontaneous[mach.name]:
+                        if sname not in tr.states or (
+                                only is not None and only != (tr.machine, tr.index)):
+                            continue
+                        out += [Action(tr.kind, mach.name, node, line, tr.index, ps)
+                                for ps in values]
+        elif transition is None or transition.kind is not ir.TransitionKind.MESSAGE:
             cache, home = self.cache, self.home
             for line in range(self.model.lines):
                 lstate = lines[line]
@@ -840,6 +965,8 @@ class Semantics:
 
     def receiver(self, dst: int) -> tuple[ir.Machine | None, int | None]:
         """The machine a message to node ``dst`` arrives at, and its agent (None: home)."""
+        if self.hier:
+            return self.node_machine[dst], dst
         if dst == self.home_id:
             return self.home, None
         return self.cache, dst
@@ -876,7 +1003,7 @@ class Semantics:
             out.append(Violation(
                 "no-transition", name,
                 f"no transition for {name} (from {self.node_name(src)}) in state "
-                f"{machine.state_type.members[sidx]} of {_machine_label(machine, agent)}",
+                f"{machine.state_type.members[sidx]} of {self.label(machine, agent)}",
                 line, ("no-transition", machine.name, name, machine.state_type.members[sidx])))
         return out
 
@@ -942,6 +1069,9 @@ class Semantics:
         (a Z3 model, a saved trace) is checked like one found by ``enabled``."""
         if act.agent is None:
             current = line[1][0] if line[1] else None
+        elif self.hier and not (0 <= act.agent < len(line[2])
+                                and self.node_machine[act.agent] is machine):
+            return False
         elif 0 <= act.agent < len(line[2]):
             current = line[2][act.agent][0]
         else:
@@ -993,18 +1123,19 @@ class Semantics:
         for p in performs:
             agents = mon[p.line]
             bit = 1 << p.value
+            me = self.proc_of[p.agent] if self.hier else p.agent  # its monitor entry
             if p.kind == "store":
                 for b in range(self.n):
-                    if b == p.agent:
+                    if b == me:
                         continue
                     view, fa = agents[b]
                     fa = tuple(m | bit if m >= 0 else m for m in fa)
                     if fa[p.value] < 0:
                         fa = (*fa[:p.value], 0, *fa[p.value + 1:])
                     agents[b] = self._normal(view, fa)
-                agents[p.agent] = (p.value, tuple(-1 for _ in range(self.model.values)))
+                agents[me] = (p.value, tuple(-1 for _ in range(self.model.values)))
                 continue
-            view, fa = agents[p.agent]
+            view, fa = agents[me]
             if p.value == view:
                 continue
             if fa[p.value] < 0:
@@ -1017,7 +1148,7 @@ class Semantics:
                     f"{view} ({since})", self.coherence_names)
             after = fa[p.value]
             new_fa = tuple(fa[v] if (after >> v) & 1 else -1 for v in range(self.model.values))
-            agents[p.agent] = self._normal(p.value, new_fa)
+            agents[me] = self._normal(p.value, new_fa)
         return tuple(tuple(line) for line in mon)
 
     def _normal(self, view: int, fa: tuple[int, ...]) -> tuple[int, tuple[int, ...]]:
@@ -1070,6 +1201,9 @@ class Semantics:
         lines, nets, _ = state
         if any(nets):
             return False
+        if self.hier:
+            return all(mach.states[c[0]].stable for lstate in lines
+                       for mach, c in zip(self.node_machine, lstate[2], strict=True))
         for lstate in lines:
             if self.home is not None and not self.home.states[lstate[1][0]].stable:
                 return False
@@ -1080,7 +1214,20 @@ class Semantics:
 
     # ------------------------------------------------------------ naming
 
+    def label(self, machine: ir.Machine, agent: int | None) -> str:
+        """A machine instance's name: ``Cache[1]``, ``Home``, ``L1[0, 1]``."""
+        if self.hier and agent is not None:
+            return self.node_name(agent)
+        return machine.name if agent is None else f"{machine.name}[{agent}]"
+
     def node_name(self, node: int) -> str:
+        if self.hier:
+            if not 0 <= node < len(self.instances):
+                return f"node {node}"
+            inst = self.instances[node]
+            if not inst.values:
+                return inst.machine
+            return f"{inst.machine}[{', '.join(str(v) for v in inst.values)}]"
         if node == self.home_id:
             return self.home.name if self.home is not None else "home"
         return f"{self.cache.name if self.cache else 'agent'}[{node}]"
@@ -1093,8 +1240,6 @@ def _fill(t: ir.Type, value: Any) -> Any:
     return value
 
 
-def _machine_label(machine: ir.Machine, agent: int | None) -> str:
-    return machine.name if agent is None else f"{machine.name}[{agent}]"
 
 
 def handler_table(model: ir.Model) -> dict[tuple[str, str, int], list[ir.Transition]]:
@@ -1132,4 +1277,6 @@ def range_of(t: ir.Type) -> tuple[int, int] | None:
         return (0, t.size() - 1)
     if isinstance(t, ir.NodeT):
         return (0, t.n)
+    if isinstance(t, (ir.IndexT, ir.HNodeT)):
+        return (0, t.n - 1)
     return None

@@ -58,6 +58,12 @@ def type_mapper(t: ir.Type, n: int) -> Mapper:
 class Symmetry:
     """Permutes whole states; ``canonical`` picks the orbit's representative."""
 
+    def generators(self) -> list[tuple[int, ...]]:
+        """A transposition and a rotation of the agents: together they generate every
+        permutation (the symmetry audit's renamings)."""
+        n = self.n
+        return [(1, 0, *range(2, n)), (*range(1, n), 0)]
+
     def __init__(self, sem: Semantics) -> None:
         self.sem = sem
         m = sem.model
@@ -276,3 +282,22 @@ def _refers(t: Any, v: Any, a: int) -> Any:
                     if ir.is_symmetric(t.elem) else ())
         return tuple(_refers(t.elem, x, a) for x in v)
     return 0
+
+
+AnySymmetry = Symmetry
+
+
+def has_symmetry(model: ir.Model) -> bool:
+    """Whether some renaming can relate two states: two agents, or an index type with two
+    ids."""
+    if model.is_hierarchical:
+        return any(t.n > 1 for t in model.indexes)
+    return model.agents > 1
+
+
+def make_symmetry(sem: Semantics) -> AnySymmetry | None:
+    """The symmetry of ``sem``'s model; None where none is implemented (hierarchical specs,
+    for now)."""
+    if sem.model.is_hierarchical:
+        return None
+    return Symmetry(sem)

@@ -160,12 +160,13 @@ class Formatter:
             return "undefined"
         if isinstance(t, ir.BoolT):
             return "true" if v else "false"
-        if isinstance(t, (ir.AgentT, ir.NodeT)):
+        if isinstance(t, (ir.AgentT, ir.NodeT, ir.HNodeT)):
             return self.node(v)
         if isinstance(t, (ir.EnumT, ir.StateT)):
             return t.members[v]
         if isinstance(t, ir.SetT):
-            return "{" + ", ".join(self.node(a) for a in range(t.elem.n) if (v >> a) & 1) + "}"
+            name = self.node if isinstance(t.elem, ir.AgentT) else str
+            return "{" + ", ".join(name(a) for a in range(t.elem.n) if (v >> a) & 1) + "}"
         if isinstance(t, ir.ArrayT):
             off = ir.index_offset(t.index)
             items = [f"{self.value(t.index, i + off)}: {self.value(t.elem, x)}"
@@ -192,7 +193,7 @@ def describe(sem: Semantics, index: int, before: State, out: Outcome) -> Step:
     act = out.action
     machine = model.machine(act.machine)
     tr = machine.transitions[act.transition]
-    actor = machine.name if act.agent is None else f"{machine.name}[{act.agent}]"
+    actor = sem.label(machine, act.agent)
     line_note = f" (line {act.line})" if model.lines > 1 else ""
     received = None
     if act.kind == ir.TransitionKind.MESSAGE:
@@ -260,6 +261,11 @@ def _diff_lines(sem: Semantics, fmt: Formatter, before: State,
             if x0 != x1:
                 changes.append(f"{v.name}{suffix}: {fmt.value(v.type, x0)} → "
                                f"{fmt.value(v.type, x1)}")
+        if sem.hier:
+            for node, (x0, x1) in enumerate(zip(c0, c1, strict=True)):
+                _diff_machine(fmt, sem.node_machine[node], sem.node_name(node), x0, x1, suffix,
+                              changes, state_changes)
+            continue
         if sem.home is not None:
             _diff_machine(fmt, sem.home, sem.home.name, h0, h1, suffix, changes, state_changes)
         if sem.cache is not None:
@@ -300,6 +306,9 @@ def describe_state(sem: Semantics, state: State) -> list[str]:
         if model.caches:
             machines += [(f"{model.caches[0].name}[{a}]", model.caches[0], c)
                          for a, c in enumerate(caches)]
+        if sem.hier:
+            machines += [(sem.node_name(k), sem.node_machine[k], c)
+                         for k, c in enumerate(caches)]
         for name, machine, values in machines:
             parts = [machine.state_type.members[values[0]]]
             parts += [f"{v.name}={fmt.value(v.type, x)}"

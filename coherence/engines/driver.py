@@ -22,7 +22,7 @@ from coherence.failures import DEADLOCK, key_name, outcome_keys, violation_key
 from coherence.layout import Layout
 from coherence.results import CheckOptions, CheckResult, Coverage, Failure, FailureKey
 from coherence.semantics import Semantics, State
-from coherence.symmetry import Symmetry
+from coherence.symmetry import AnySymmetry, has_symmetry, make_symmetry
 from coherence.trace import Step, TraceReplayError, describe, describe_state
 from coherence.vacuity import Premise, is_witness, vacuous_message, with_witnesses
 
@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from coherence.liveness.built import GraphBuilder
 
 AUDITED_STATES = 512  # states whose successors are compared with a renamed copy's
+
+HIERARCHY_NO_SYMMETRY = ("symmetry reduction is not applied to hierarchical specs yet: every "
+                         "state was searched")
 
 NOT_SYMMETRIC = ("symmetry reduction was turned off: this model is not symmetric in its agents "
                  "(renaming the agents of a state does not rename its successors, e.g. a bus "
@@ -51,8 +54,11 @@ def run(engine: Engine, model: ir.Model, options: CheckOptions | None = None) ->
     sem = Semantics(model)
     layout = Layout(model)
     notes: list[str] = []
-    symmetric = options.symmetry and model.agents > 1
-    if symmetric and not symmetry_is_sound(sem, Symmetry(sem)):
+    symmetric = options.symmetry and has_symmetry(model)
+    if symmetric and make_symmetry(sem) is None:
+        symmetric = False
+        notes.append(HIERARCHY_NO_SYMMETRY)
+    if symmetric and not symmetry_is_sound(sem, _symmetry(sem)):
         symmetric = False
         notes.append(NOT_SYMMETRIC)
     # NOTE(vacuity): witnesses are invariants like any other, so every engine checks them;
@@ -84,6 +90,7 @@ def with_liveness(model: ir.Model, options: CheckOptions, result: CheckResult,
     store one, else the reference engine's), when asked."""
     if not model.liveness or not options.liveness:
         return result  # the command line says they were not checked (commands.report)
+    ir.refuse_hierarchical(model, "liveness checking (--liveness)")
     names = [p.name for p in model.liveness]
     if result.stopped or (options.stop_at_first and result.failures):
         result.notes.append(f"liveness not checked: {', '.join(names)} (the safety search "
@@ -125,7 +132,7 @@ def vacuous(raw: RawResult, witnesses: dict[FailureKey, Premise]) -> list[str]:
 def _finish(engine: Engine, sem: Semantics, layout: Layout, options: CheckOptions,
             raw: RawResult, notes: list[str],
             witnesses: dict[FailureKey, Premise]) -> CheckResult:
-    sym = Symmetry(sem) if options.symmetry else None
+    sym = make_symmetry(sem) if options.symmetry else None
     failures = [rebuild(sem, layout, sym, f) for f in raw.failures if not is_witness(f.key)]
     failures.sort(key=lambda f: (f.length, f.name, f.key))
     if failures:
@@ -164,12 +171,19 @@ def coverage(model: ir.Model, raw: RawResult) -> list[Coverage] | None:
             if not t.stall and not (t.kind == "message" and t.name in bus)]
 
 
-def symmetry_is_sound(sem: Semantics, sym: Symmetry, limit: int = AUDITED_STATES) -> bool:
+def _symmetry(sem: Semantics) -> AnySymmetry:
+    sym = make_symmetry(sem)
+    assert sym is not None
+    return sym
+
+
+def symmetry_is_sound(sem: Semantics, sym: AnySymmetry, limit: int = AUDITED_STATES) -> bool:
     """NOTE(symmetry-soundness): the reduction is exact only if renaming the agents of a
     state renames its successors; the first ``limit`` states (breadth-first) are checked,
-    alternating a transposition and a rotation, which together generate every renaming."""
-    n = sem.model.agents
-    perms = [(1, 0, *range(2, n)), (*range(1, n), 0)]
+    cycling through generators of the symmetry group (for agents a transposition and a
+    rotation, which together generate every renaming; for a hierarchy those of every index
+    type, and of each nested one within each enclosing id)."""
+    perms = sym.generators()
     seen: set[bytes] = set()
     queue: deque[State] = deque()
     for s in sem.initial_states():
@@ -181,7 +195,7 @@ def symmetry_is_sound(sem: Semantics, sym: Symmetry, limit: int = AUDITED_STATES
     while queue and audited < limit:
         state = queue.popleft()
         outcomes, _ = sem.enabled(state)
-        renamed = sem.enabled(sym.permute(state, perms[audited % 2]))[0]
+        renamed = sem.enabled(sym.permute(state, perms[audited % len(perms)]))[0]
         audited += 1
         mine = sorted(sym.canonical(o.state)[0] for o in outcomes if o.state is not None)
         theirs = sorted(sym.canonical(o.state)[0] for o in renamed if o.state is not None)
@@ -197,7 +211,7 @@ def symmetry_is_sound(sem: Semantics, sym: Symmetry, limit: int = AUDITED_STATES
     return True
 
 
-def rebuild(sem: Semantics, layout: Layout, sym: Symmetry | None,
+def rebuild(sem: Semantics, layout: Layout, sym: AnySymmetry | None,
             raw: RawFailure) -> Failure:
     """The failure's numbered trace, replayed concretely from a real initial state, in the
     agent names a user would see without symmetry reduction."""

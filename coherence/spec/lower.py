@@ -30,6 +30,7 @@ PROPERTY_KINDS = ("coherence",)
 MAX_CONST = 2**31 - 1  # a constant is a 32-bit signed int, as an integer literal is
 RESERVED = {"self", "home", "msg", "state", "true", "false", "undefined", "bool", "value",
             "agent", "node", "int", "set", "array"}
+MAX_INDEX = 16  # ids of one index type (sets of them are bitmasks, as sets of agents are)
 
 
 @attrs.define
@@ -50,11 +51,19 @@ class _MsgBinding:
 
 
 class _MachineRef:
-    """``Cache[a]`` or ``Home`` while lowering ``.var`` / ``.state`` after it."""
+    """``Cache[a]`` or ``Home`` while lowering ``.var`` / ``.state`` after it; in a
+    hierarchical spec ``L1[g, s]`` or ``Mem``, with ``agent`` the instance's node."""
 
     def __init__(self, machine: ir.Machine, agent: ir.Expr | None) -> None:
         self.machine = machine
         self.agent = agent
+
+
+@attrs.frozen
+class _IndexBinding:
+    """A hierarchical machine's own index name (``g`` in ``machine L2[g: gpu]``)."""
+
+    type: ir.IndexT
 
 
 @attrs.define
@@ -88,6 +97,12 @@ class _Lowerer:
         self.procedures: dict[str, _Procedure] = {}
         self.expanding: list[str] = []  # the procedures being expanded, outermost first
         self.expansions = 0  # how many calls have been expanded (unique local names)
+        # NOTE(hierarchy): a spec with `index` declarations or a `machine NAME` without a
+        # kind is hierarchical: every machine is then general, with a flat node numbering
+        self.hier = False
+        self.indexes: dict[str, ir.IndexT] = {}
+        self.node_count = 0
+        self.event_machine: ir.Machine | None = None
 
     # ------------------------------------------------------------ helpers
 
@@ -119,7 +134,23 @@ class _Lowerer:
 
     @property
     def agents(self) -> int:
-        return self.params["agents"].value
+        return self.params["agents"].value if "agents" in self.params else 0
+
+    def node_type(self) -> ir.HNodeT:
+        return ir.HNodeT(self.node_count)
+
+    def self_ref(self, machine: ir.Machine, sp: Span) -> ir.SelfId | None:
+        """What a machine's own variables and state are read through: its agent (cache), its
+        node (hierarchical machine), or nothing (home)."""
+        if machine.kind is ir.MachineKind.CACHE:
+            return ir.SelfId(ir.AgentT(self.agents), sp)
+        if machine.kind is ir.MachineKind.MACHINE:
+            return ir.SelfId(self.node_type(), sp)
+        return None
+
+    def node_or_agent(self) -> tuple[type, ...]:
+        """The types a destination, a sender or ``by`` may have."""
+        return (ir.HNodeT,) if self.hier else (ir.AgentT, ir.NodeT)
 
     @property
     def values(self) -> int:
@@ -132,11 +163,18 @@ class _Lowerer:
         by_kind: dict[str, list[Tree]] = {}
         for item in items:
             by_kind.setdefault(item.data, []).append(item)
+        machine_nodes = by_kind.get("machine_decl", [])
+        self.hier = bool(by_kind.get("index_decl")) or any(
+            n.children[0] is None for n in machine_nodes)
         for node in by_kind.get("param_decl", []):
             self.param_decl(node)
         self.apply_overrides(overrides)
         for node in by_kind.get("const_decl", []):
             self.const_decl(node)
+        for node in by_kind.get("index_decl", []):
+            self.index_decl(node)
+        if self.hier:
+            self.node_count = sum(self.instance_count(n) for n in machine_nodes)
         for node in by_kind.get("enum_decl", []):
             self.enum_decl(node)
         for node in by_kind.get("network_decl", []):
@@ -149,9 +187,10 @@ class _Lowerer:
             self.global_var(node)
         for node in by_kind.get("procedure_decl", []):
             self.procedure_decl(node)
-        machine_nodes = by_kind.get("machine_decl", [])
         for node in machine_nodes:
             self.machine_header(node)
+        if self.hier:
+            self.find_event_machine(machine_nodes)
         for node in machine_nodes:
             self.machine_body(node)
         invariants = tuple(self.invariant_decl(n) for n in by_kind.get("invariant_decl", []))
@@ -168,10 +207,13 @@ class _Lowerer:
             # "hold" of the one initial state
             raise self.error("the spec has no machine: declare a `cache machine` and/or a "
                              "`home machine` (docs/language.md)", Span(self.file, 1, 1))
+        agents = self.agents
+        if self.hier:  # the processors: instances of the machine that handles events
+            agents = self.instances_of(self.event_machine) if self.event_machine else 0
         return ir.Model(
             file=self.file,
             params=tuple(self.params.values()),
-            agents=self.agents,
+            agents=agents,
             lines=self.params["lines"].value,
             values=self.values,
             enums=tuple(self.enums.values()),
@@ -184,7 +226,123 @@ class _Lowerer:
             properties=properties,
             liveness=liveness,
             assumptions=assumptions,
+            indexes=tuple(self.indexes.values()),
         )
+
+    # ------------------------------------------------------------ hierarchy
+
+    def index_decl(self, node: Tree) -> None:
+        """``index gpu: gpus;`` or ``index sm: sms within gpu;``."""
+        name, size_node, within = node.children
+        self.declare(name, "index type")
+        n = self.const(size_node)
+        if not 1 <= n <= MAX_INDEX:
+            raise self.error(f"index type '{name}' has {n} ids; it must have 1..{MAX_INDEX}",
+                             size_node)
+        parent = None
+        if within is not None:
+            tok = within.children[0]
+            if str(tok) not in self.indexes:
+                raise self.error(f"unknown index type '{tok}' (declare it before "
+                                 f"'{name}')", tok)
+            parent = str(tok)
+        self.indexes[str(name)] = ir.IndexT(str(name), n, parent)
+
+    def find_event_machine(self, machine_nodes: list[Tree]) -> None:
+        """The one machine of a hierarchical spec that handles processor events: its
+        instances are the processors (of the coherence monitor, of litmus threads)."""
+        for node in machine_nodes:
+            m = self.machines[str(node.children[1])]
+            for member in node.children[3:]:
+                if not isinstance(member, Tree) or member.data != "transition":
+                    continue
+                for tok in member.children[1].children:
+                    if str(tok) not in self.events:
+                        continue
+                    if self.event_machine is None:
+                        self.event_machine = m
+                    elif self.event_machine.name != m.name:
+                        raise self.error(f"processor event '{tok}' in machine {m.name}: "
+                                         "processor events belong to one machine, and "
+                                         f"{self.event_machine.name} handles them", tok)
+
+    def machine_indices(self, node: Tree) -> tuple[ir.Field, ...]:
+        """A hierarchical machine's ``[g: gpu, s: sm]``: index types, each at most once, a
+        nested one after the index it is nested in."""
+        _, name, indices, *_ = node.children
+        if indices is None:
+            return ()
+        out: list[ir.Field] = []
+        for binder in indices.children:
+            bname, type_node = binder.children
+            tname = str(type_node.children[0])
+            if type_node.data != "named_type" or tname not in self.indexes:
+                raise self.error(f"machine {name} is replicated over index types (declared "
+                                 f"with `index`), not over '{tname}'", type_node)
+            t = self.indexes[tname]
+            if str(bname) in RESERVED:
+                raise self.error(f"'{bname}' is a reserved word", bname)
+            for f in out:
+                if f.name == str(bname):
+                    raise self.error(f"'{bname}' names two indices of machine {name}", bname)
+                if f.type == t:
+                    raise self.error(f"machine {name} is replicated over '{t}' twice", type_node)
+            if t.parent is not None and not any(
+                    isinstance(f.type, ir.IndexT) and f.type.name == t.parent for f in out):
+                raise self.error(f"'{t}' is nested within '{t.parent}': machine {name} needs a "
+                                 f"'{t.parent}' index before it, e.g. [x: {t.parent}, "
+                                 f"{bname}: {t}]", type_node)
+            out.append(ir.Field(str(bname), t, self.span(bname)))
+        return tuple(out)
+
+    def instance_count(self, node: Tree) -> int:
+        count = 1
+        for f in self.machine_indices(node):
+            count *= f.type.size()
+        return count
+
+    def instances_of(self, machine: ir.Machine) -> int:
+        count = 1
+        for f in machine.indices:
+            count *= f.type.size()
+        return count
+
+    def check_context(self, t: ir.Type, node: Tree | Token,
+                      machine: ir.Machine | None, what: str) -> None:
+        """NOTE(hierarchy-symmetry): a value of a nested index type (an sm id within one gpu)
+        means something only with its enclosing ids, so it may be held only by a machine
+        indexed by them (which are then its context); not by a global, a message field, an
+        event parameter or a machine without that context."""
+        for nested in _nested_indexes(t):
+            assert nested.parent is not None
+            have = {f.type.name for f in machine.indices
+                    if isinstance(f.type, ir.IndexT)} if machine is not None else set()
+            if nested.parent not in have:
+                where = f"machine {machine.name}" if machine is not None else what
+                raise self.error(f"{what} of type {t}: an id of '{nested}' is an id within one "
+                                 f"'{nested.parent}', so only a machine indexed by "
+                                 f"'{nested.parent}' can hold one ({where} is not); send a "
+                                 "node instead", node)
+
+    def machine_ref(self, m: ir.Machine, args: list[Tree], node: Tree,
+                    ctx: _Ctx) -> tuple[ir.Expr, ...]:
+        """The index expressions of ``L1[g, s]`` (all of them, or a prefix: the caller
+        checks), each of its index's type; or one node."""
+        if len(args) > len(m.indices):
+            raise self.error(f"machine {m.name} has {len(m.indices)} ind"
+                             f"{'ex' if len(m.indices) == 1 else 'ices'}, got {len(args)}",
+                             node)
+        out = []
+        for f, a in zip(m.indices, args, strict=False):
+            e = self.expr(a, ctx, f.type)
+            if isinstance(e, ir.Lit) and isinstance(e.type, ir.IntT):
+                raise self.error(f"ids of '{f.type}' are symmetric: name one with forall, for, "
+                                 "a parameter of a rule or a variable, not a number", a)
+            if e.type != f.type:
+                raise self.error(f"machine {m.name}'s index '{f.name}' is a {f.type}, got "
+                                 f"{e.type}", a)
+            out.append(e)
+        return tuple(out)
 
     # ------------------------------------------------------------ params
 
@@ -206,6 +364,8 @@ class _Lowerer:
 
     def apply_overrides(self, overrides: dict[str, int]) -> None:
         for name, default in BUILTIN_PARAMS.items():
+            if name == "agents" and self.hier:
+                continue  # a hierarchical spec's instances come from its index types
             if name not in self.params:
                 lo, hi = PARAM_LIMITS[name]
                 self.params[name] = ir.Param(name, default, default, lo, hi,
@@ -265,6 +425,15 @@ class _Lowerer:
     def type_(self, node: Tree) -> ir.Type:
         kind = node.data
         name = str(node.children[0])
+        if kind == "named_type" and self.hier:
+            if name == "agent":
+                raise self.error("a hierarchical spec has no 'agent' type: use an index type "
+                                 f"({', '.join(self.indexes) or 'none declared'}) or 'node'",
+                                 node)
+            if name == "node":
+                return self.node_type()
+            if name in self.indexes:
+                return self.indexes[name]
         if kind == "named_type":
             simple: dict[str, ir.Type] = {
                 "bool": ir.BoolT(), "value": ir.ValueT(self.values),
@@ -288,8 +457,11 @@ class _Lowerer:
             return ir.IntT(lo, hi)
         args = [self.type_(c) for c in node.children[1:]]
         if name == "set":
+            if len(args) == 1 and isinstance(args[0], ir.IndexT):
+                return ir.SetT(args[0])
             if len(args) != 1 or not isinstance(args[0], ir.AgentT):
-                raise self.error("only sets of agents are supported: set<agent>", node)
+                raise self.error("only sets of agents (or of an index type) are supported: "
+                                 "set<agent>", node)
             return ir.SetT(args[0])
         if name == "array":
             if len(args) != 2:
@@ -353,7 +525,10 @@ class _Lowerer:
                 raise self.error(f"'{fname}' is implicit in every message; choose another "
                                  "name", fname)
             seen.add(str(fname))
-            out.append(ir.Field(str(fname), self.type_(ftype), self.span(fname)))
+            t = self.type_(ftype)
+            if not what.startswith("rule "):
+                self.check_context(t, ftype, None, f"field '{fname}' of {what}")
+            out.append(ir.Field(str(fname), t, self.span(fname)))
         return tuple(out)
 
     def message_decl(self, node: Tree) -> None:
@@ -385,6 +560,7 @@ class _Lowerer:
         ghost, name, type_node, init = node.children
         self.declare(name, "variable")
         t = self.type_(type_node)
+        self.check_context(t, type_node, None, f"global variable '{name}'")
         value = self.init_expr(init, t)
         self.globals[str(name)] = ir.Var(str(name), t, value, ghost is not None, self.span(name))
 
@@ -407,10 +583,19 @@ class _Lowerer:
     # ------------------------------------------------------------ machines
 
     def machine_header(self, node: Tree) -> None:
-        kind, name, *members = node.children
+        kind_tok, name, _indices, *members = node.children
         self.declare(name, "machine")
-        kind = str(kind)
-        if any(m.kind == kind for m in self.machines.values()):
+        if self.hier and kind_tok is not None:
+            raise self.error(f"a hierarchical spec (one with `index` types or a `machine` "
+                             f"without a kind) declares every machine as `machine NAME[...]`; "
+                             f"'{kind_tok} machine' is the two-kind form", kind_tok)
+        kind = "machine" if kind_tok is None else str(kind_tok)
+        if not self.hier and _indices is not None:
+            raise self.error(f"machine {name} has indices, but the spec declares no index "
+                             "types ('index gpu: gpus;'); a `cache machine` is replicated per "
+                             "agent without them", _indices)
+        indices = self.machine_indices(node) if self.hier else ()
+        if kind != "machine" and any(m.kind == kind for m in self.machines.values()):
             other = next(m for m in self.machines.values() if m.kind == kind)
             raise self.error(f"only one {kind} machine is allowed (first: '{other.name}' at "
                              f"{other.span})", name)
@@ -445,10 +630,10 @@ class _Lowerer:
             raise self.error(f"unknown state '{init}' in machine {name}", init_node)
         state_type = ir.StateT(str(name), tuple(s.name for s in states))
         self.machines[str(name)] = ir.Machine(str(name), kind, tuple(states), init, (), (),
-                                              state_type, self.span(name))
+                                              state_type, self.span(name), indices)
 
     def machine_body(self, node: Tree) -> None:
-        _, name, *members = node.children
+        _, name, _indices, *members = node.children
         machine = self.machines[str(name)]
         variables: list[ir.Var] = []
         for member in members:
@@ -466,7 +651,12 @@ class _Lowerer:
                 raise self.error(f"variable '{vname}' hides the global of that name", vname)
             if str(vname) in self.consts:
                 raise self.error(f"variable '{vname}' hides the constant of that name", vname)
+            if any(f.name == str(vname) for f in machine.indices):
+                raise self.error(f"variable '{vname}' hides machine {name}'s index of that "
+                                 "name", vname)
             t = self.type_(type_node)
+            if self.hier:
+                self.check_context(t, type_node, machine, f"variable '{vname}'")
             variables.append(ir.Var(str(vname), t, self.init_expr(init, t), ghost is not None,
                                     self.span(vname)))
         machine = attrs.evolve(machine, vars=tuple(variables))
@@ -531,7 +721,15 @@ class _Lowerer:
             body = None if stall else tail
             if str(name) in self.events:
                 kind = "event"
-                if machine.kind is not ir.MachineKind.CACHE:
+                if machine.kind is ir.MachineKind.MACHINE:
+                    if self.event_machine is None:
+                        self.event_machine = machine
+                    elif self.event_machine.name != machine.name:
+                        raise self.error(f"processor event '{name}' in machine {machine.name}: "
+                                         "processor events belong to one machine, and "
+                                         f"{self.event_machine.name} handles them",
+                                         name)
+                elif machine.kind is not ir.MachineKind.CACHE:
                     raise self.error(f"processor event '{name}' can only be handled by the cache "
                                      "machine", name)
                 if stall:
@@ -580,10 +778,23 @@ class _Lowerer:
         for machine in self.machines.values():
             for t in machine.transitions:
                 for s in ir.walk_stmts(t.body):
-                    if isinstance(s, (ir.Send, ir.Broadcast)):
+                    if isinstance(s, (ir.Send, ir.Broadcast, ir.Multicast)):
                         self.check_receiver(s)
 
-    def check_receiver(self, s: ir.Send | ir.Broadcast) -> None:
+    def check_receiver(self, s: ir.Send | ir.Broadcast | ir.Multicast) -> None:
+        if self.hier:
+            if isinstance(s, ir.Multicast):
+                receivers = [self.machines[s.machine]]
+            elif isinstance(s, ir.Send) and isinstance(s.dst, ir.NodeOf):
+                receivers = [self.machines[s.dst.machine]]
+            else:
+                receivers = list(self.machines.values())
+            if not any(t.name == s.message for m in receivers for t in m.transitions):
+                names = " or ".join(m.name for m in receivers)
+                raise self.error(f"message {s.message} is sent, but {names} has no transition "
+                                 "for it", s.span)
+            return
+        assert not isinstance(s, ir.Multicast)
         kinds: set[str] = set()
         if isinstance(s, ir.Broadcast):
             kinds.add("cache")
@@ -818,20 +1029,32 @@ class _Lowerer:
             message = self.message_ref(name)
             args = self.message_args(message, args_node, name, ctx)
             dst = self.expr(dst_node, ctx)
-            if not isinstance(dst.type, (ir.AgentT, ir.NodeT)):
-                raise self.error(f"send destination must be an agent or home, got {dst.type}",
+            if not isinstance(dst.type, self.node_or_agent()):
+                want = "a node (L2[g], Mem, msg.src, self)" if self.hier else "an agent or home"
+                raise self.error(f"send destination must be {want}, got {dst.type}",
                                  dst_node)
             return ir.Send(message.name, args, dst, sp)
         if kind == "broadcast":
-            name, args_node, except_node = node.children
+            name, args_node, to_node, except_node = node.children
             message = self.message_ref(name)
             args = self.message_args(message, args_node, name, ctx)
             exclude = None
             if except_node is not None:
                 exclude = self.expr(except_node.children[0], ctx)
-                if not isinstance(exclude.type, (ir.AgentT, ir.NodeT)):
-                    raise self.error(f"'except' needs an agent, got {exclude.type}",
+                if not isinstance(exclude.type, self.node_or_agent()):
+                    want = "a node" if self.hier else "an agent"
+                    raise self.error(f"'except' needs {want}, got {exclude.type}",
                                      except_node.children[0])
+            if self.hier:
+                if to_node is None:
+                    raise self.error("say which machines receive it: 'broadcast "
+                                     f"{name} to L1;' or 'to L1[g];' (the instances of gpu g)",
+                                     node)
+                target, prefix = self.broadcast_target(to_node.children[0], ctx)
+                return ir.Multicast(message.name, args, target.name, prefix, exclude, sp)
+            if to_node is not None:
+                raise self.error("'broadcast ... to' names machines of a hierarchical spec; "
+                                 "here a broadcast goes to every agent", to_node)
             return ir.Broadcast(message.name, args, exclude, sp)
         if kind == "goto":
             target = node.children[0]
@@ -849,11 +1072,14 @@ class _Lowerer:
                 raise self.error(f"perform {op} takes a value, got {value.type}", value_node)
             if by_node is not None:
                 agent = self.expr(by_node.children[0], ctx)
-                if not isinstance(agent.type, (ir.AgentT, ir.NodeT)):
-                    raise self.error(f"'by' needs an agent, got {agent.type}",
-                                     by_node.children[0])
+                if not isinstance(agent.type, self.node_or_agent()):
+                    raise self.error(f"'by' needs {'a node' if self.hier else 'an agent'}, got "
+                                     f"{agent.type}", by_node.children[0])
             elif machine.kind is ir.MachineKind.CACHE:
                 agent = ir.SelfId(ir.AgentT(self.agents), sp)
+            elif machine.kind is ir.MachineKind.MACHINE and (
+                    self.event_machine is None or self.event_machine.name == machine.name):
+                agent = ir.SelfId(self.node_type(), sp)
             else:
                 raise self.error(f"perform {op} in the home machine must say for which agent "
                                  "('by msg.src')", node)
@@ -865,6 +1091,16 @@ class _Lowerer:
             label = str(text)[1:-1] if text is not None else "assertion failed"
             return ir.Assert(cond, label, sp)
         raise self.error(f"unsupported statement {kind}", node)  # pragma: no cover
+
+    def broadcast_target(self, node: Tree, ctx: _Ctx) -> tuple[ir.Machine, tuple[ir.Expr, ...]]:
+        """``L2`` (every instance) or ``L1[g]`` (those whose leading indices are these)."""
+        base, args = node, []
+        if node.data == "index":
+            base, *args = node.children
+        if base.data != "name" or str(base.children[0]) not in self.machines:
+            raise self.error("broadcast to a machine: 'to L2;' or 'to L1[g];'", node)
+        m = self.machines[str(base.children[0])]
+        return m, self.machine_ref(m, args, node, ctx)
 
     def message_ref(self, name: Token) -> ir.Message:
         if str(name) not in self.messages:
@@ -903,7 +1139,11 @@ class _Lowerer:
             if len(args) != 1:
                 raise self.error(f"{method}() takes one agent", node)
             elem = self.expr(args[0], ctx)
-            if not isinstance(elem.type, (ir.AgentT, ir.NodeT)):
+            if isinstance(target.type.elem, ir.IndexT):
+                if elem.type != target.type.elem:
+                    raise self.error(f"{method}() takes a {target.type.elem}, got {elem.type}",
+                                     args[0])
+            elif not isinstance(elem.type, (ir.AgentT, ir.NodeT)):
                 raise self.error(f"{method}() takes an agent, got {elem.type}", args[0])
             op = "with" if str(method) == "add" else "without"
             return ir.Assign(target, ir.Binary(op, target, elem, target.type, sp), sp)
@@ -952,6 +1192,8 @@ class _Lowerer:
 
     def expr(self, node: Tree | Token, ctx: _Ctx, expected: ir.Type | None = None) -> ir.Expr:
         result = self._expr(node, ctx, expected)
+        if isinstance(result, _MachineRef) and isinstance(result.agent, ir.NodeOf):
+            return result.agent  # a hierarchical machine instance, as a node
         if isinstance(result, _MachineRef):
             raise self.error(f"'{result.machine.name}' is a machine; read a variable or its "
                              "state, e.g. .state", node)
@@ -976,6 +1218,9 @@ class _Lowerer:
             if not elems_nodes:
                 if isinstance(expected, ir.SetT):
                     return ir.Lit(expected, 0, sp)
+                if self.hier:
+                    raise self.error("the type of '{}' is not known here: assign it to a set "
+                                     "variable, or clear one with s.clear()", node)
                 return ir.Lit(ir.SetT(ir.AgentT(self.agents)), 0, sp)
             elem_expected = expected.elem if isinstance(expected, ir.SetT) else None
             elems = [self.expr(c, ctx, elem_expected) for c in elems_nodes]
@@ -985,13 +1230,31 @@ class _Lowerer:
                         isinstance(t0, (ir.StateT, ir.EnumT)) and e.type != t0):
                     raise self.error(f"set elements must all have one type: {t0} and {e.type}",
                                      n)
+            if isinstance(t0, ir.IndexT):
+                return ir.SetLit(tuple(elems), ir.SetT(t0), sp)
             if isinstance(t0, (ir.AgentT, ir.NodeT)):
                 return ir.SetLit(tuple(elems), ir.SetT(ir.AgentT(self.agents)), sp)
             return ir.SetLit(tuple(elems), t0, sp)
         if kind == "attr":
             return self.attr(node, ctx)
         if kind == "index":
-            base_node, idx_node = node.children
+            base_node, *idx_nodes = node.children
+            if (self.hier and base_node.data == "name"
+                    and str(base_node.children[0]) in self.machines):
+                m = self.machines[str(base_node.children[0])]
+                if not m.indices:
+                    raise self.error(f"machine {m.name} is not replicated: write {m.name}",
+                                     node)
+                if len(idx_nodes) != len(m.indices):
+                    names = ", ".join(f.name for f in m.indices)
+                    raise self.error(f"machine {m.name} has {len(m.indices)} ind"
+                                     f"{'ex' if len(m.indices) == 1 else 'ices'} ({names}), "
+                                     f"got {len(idx_nodes)}", node)
+                values = self.machine_ref(m, idx_nodes, node, ctx)
+                return _MachineRef(m, ir.NodeOf(m.name, values, self.node_type(), sp))
+            if len(idx_nodes) != 1:
+                raise self.error(f"one index expected, got {len(idx_nodes)}", node)
+            idx_node = idx_nodes[0]
             if base_node.data == "name" and str(base_node.children[0]) in self.machines:
                 m = self.machines[str(base_node.children[0])]
                 if m.kind is not ir.MachineKind.CACHE:
@@ -1057,6 +1320,15 @@ class _Lowerer:
             return self.cond_expr(node, ctx, expected, sp)
         if kind == "member":
             return self.member(node, ctx, sp)
+        if kind == "node_is":
+            node_node, mname = node.children
+            n = self.expr(node_node, ctx)
+            if not isinstance(n.type, ir.HNodeT):
+                raise self.error(f"'is' tests a node of a hierarchical spec, got {n.type}",
+                                 node_node)
+            if str(mname) not in self.machines:
+                raise self.error(f"unknown machine '{mname}'", mname)
+            return ir.NodeIs(n, str(mname), ir.BoolT(), sp)
         if kind == "quant":
             quant, *rest = node.children
             binders, body_node = rest[:-1], rest[-1]
@@ -1113,7 +1385,7 @@ class _Lowerer:
         if b_node.data == "set_lit":
             # the set's names are states or enum members of the left side's type
             a = self.expr(a_node, ctx)
-            if isinstance(a.type, (ir.AgentT, ir.NodeT)):
+            if isinstance(a.type, (ir.AgentT, ir.NodeT, ir.IndexT)):
                 b = self.expr(b_node, ctx)
                 return ir.Binary("in", a, b, ir.BoolT(), sp)
             elems = tuple(self.expr(c, ctx, a.type) for c in b_node.children
@@ -1126,7 +1398,11 @@ class _Lowerer:
         b = self.expr(b_node, ctx)
         if isinstance(b.type, ir.SetT):
             a = self.expr(a_node, ctx)
-            if not isinstance(a.type, (ir.AgentT, ir.NodeT)):
+            if isinstance(b.type.elem, ir.IndexT):
+                if a.type != b.type.elem:
+                    raise self.error(f"'in' tests a {b.type.elem} against a {b.type}, got "
+                                     f"{a.type}", a_node)
+            elif not isinstance(a.type, (ir.AgentT, ir.NodeT)):
                 raise self.error(f"'in' tests an agent against a set, got {a.type}", a_node)
             return ir.Binary("in", a, b, ir.BoolT(), sp)
         if isinstance(b, ir.SetLit):
@@ -1164,6 +1440,8 @@ class _Lowerer:
             return True
         if ctx.machine is not None and any(v.name == name for v in ctx.machine.vars):
             return True
+        if ctx.machine is not None and any(f.name == name for f in ctx.machine.indices):
+            return True
         return (name in self.globals or name in self.params or name in self.consts
                 or name in self.enum_members)
 
@@ -1184,27 +1462,35 @@ class _Lowerer:
                                  "isundefined(x)", tok)
             return ir.Lit(expected, None, sp)
         if name == "self":
+            if self.hier and ctx.machine is not None:
+                return ir.SelfId(self.node_type(), sp)
             if ctx.machine is None or ctx.machine.kind is not ir.MachineKind.CACHE:
                 raise self.error("'self' is only defined in the cache machine", tok)
             return ir.SelfId(ir.AgentT(self.agents), sp)
         if name == "home":
+            if self.hier:
+                raise self.error("a hierarchical spec has no 'home': name the machine instance "
+                                 "(e.g. send M to Mem; or L2[g])", tok)
             return ir.Lit(ir.NodeT(self.agents), self.agents, sp)
         if name == "msg":
             raise self.error("use msg.FIELD or msg.src", tok)
         if name == "state":
             if ctx.machine is None:
                 raise self.error("'state' needs a machine here, e.g. Cache[a].state", tok)
-            agent = ir.SelfId(ir.AgentT(self.agents), sp) if (
-                ctx.machine.kind is ir.MachineKind.CACHE) else None
+            agent = self.self_ref(ctx.machine, sp)
             return ir.MState(ctx.machine.name, agent, ctx.machine.state_type, sp)
         if isinstance(expected, ir.StateT) and name in expected.members:
             return ir.Lit(expected, expected.members.index(name), sp)
         if ctx.machine is not None:
             for v in ctx.machine.vars:
                 if v.name == name:
-                    agent = ir.SelfId(ir.AgentT(self.agents), sp) if (
-                        ctx.machine.kind is ir.MachineKind.CACHE) else None
+                    agent = self.self_ref(ctx.machine, sp)
                     return ir.MVar(ctx.machine.name, agent, name, v.type, sp)
+            for f in ctx.machine.indices:
+                if f.name == name:
+                    assert isinstance(f.type, ir.IndexT)
+                    return ir.NodeIndex(ir.SelfId(self.node_type(), sp), f.type.name, f.type,
+                                        sp)
         if name in self.globals:
             return ir.GVar(name, self.globals[name].type, sp)
         if name in self.params or name in self.consts:
@@ -1217,13 +1503,25 @@ class _Lowerer:
             m = self.machines[name]
             if m.kind is ir.MachineKind.HOME:
                 return _MachineRef(m, None)
+            if m.kind is ir.MachineKind.MACHINE:
+                if not m.indices:
+                    return _MachineRef(m, ir.NodeOf(m.name, (), self.node_type(), sp))
+                names = ", ".join(f.name for f in m.indices)
+                types = ", ".join(str(f.type) for f in m.indices)
+                raise self.error(f"'{name}' is replicated over {types}: write {name}[{names}]",
+                                 tok)
             raise self.error(f"'{name}' is replicated per agent: write {name}[a]", tok)
+        if name in self.indexes:
+            raise self.error(f"'{name}' is an index type; quantify over it (forall x: {name} "
+                             ":: ...)", tok)
         if ctx.machine is not None and name in ctx.machine.state_type.members:
             return ir.Lit(ctx.machine.state_type, ctx.machine.state_index(name), sp)
         if ctx.machine is None:
             for m in self.machines.values():
                 if name in m.state_type.members:
                     which = "[a]" if m.kind is ir.MachineKind.CACHE else ""
+                    if m.indices:
+                        which = "[" + ", ".join(f.name for f in m.indices) + "]"
                     raise self.error(f"state name '{name}' needs a machine here: compare it "
                                      f"with {m.name}{which}.state", tok)
         raise self.error(f"unknown name '{name}'", tok)
@@ -1236,7 +1534,7 @@ class _Lowerer:
             if ctx.message is None:
                 raise self.error("'msg' is only defined in a transition for a message", node)
             if str(field) == "src":
-                return ir.MsgSrc(ir.NodeT(self.agents), sp)
+                return ir.MsgSrc(self.node_type() if self.hier else ir.NodeT(self.agents), sp)
             for f in ctx.message.fields:
                 if f.name == str(field):
                     return ir.MsgField(f.name, f.type, sp)
@@ -1258,11 +1556,17 @@ class _Lowerer:
             if not m.vars and m.name in self.machines and not self.machines[m.name].vars:
                 pass
             raise self.error(f"machine {m.name} has no variable '{field}'", field)
+        if isinstance(base.type, ir.HNodeT):
+            if str(field) not in self.indexes:
+                raise self.error(f"a node has no field '{field}' (read one of its index "
+                                 f"types: {', '.join(self.indexes) or 'none declared'})", field)
+            return ir.NodeIndex(base, str(field), self.indexes[str(field)], sp)
         raise self.error(f"a value of type {base.type} has no field '{field}'", field)
 
     def msg_var_attr(self, var: str, message: str, field: Token, sp: Span) -> ir.Expr:
         if str(field) in ("src", "dst"):
-            return ir.MsgVarAttr(var, str(field), message, ir.NodeT(self.agents), sp)
+            t = self.node_type() if self.hier else ir.NodeT(self.agents)
+            return ir.MsgVarAttr(var, str(field), message, t, sp)
         msg = self.messages[message]
         for f in msg.fields:
             if f.name == str(field):
@@ -1286,8 +1590,12 @@ class _Lowerer:
             s = self.expr(args[0], ctx)
             if not isinstance(s.type, ir.SetT):
                 raise self.error(f"size() takes a set, got {s.type}", args[0])
-            return ir.Call("size", (s,), ir.IntT(0, self.agents), sp)
+            assert isinstance(s.type, ir.SetT)
+            return ir.Call("size", (s,), ir.IntT(0, s.type.elem.n), sp)
         if func == "all_agents":
+            if self.hier:
+                raise self.error("a hierarchical spec has no agents: build the set with a "
+                                 "for loop over an index type", node)
             if args:
                 raise self.error("all_agents() takes no arguments", node)
             return ir.Call("all_agents", (), ir.SetT(ir.AgentT(self.agents)), sp)
@@ -1304,7 +1612,7 @@ class _Lowerer:
             dst = None
             if len(args) == 2:
                 dst = self.expr(args[1], ctx)
-                if not isinstance(dst.type, (ir.AgentT, ir.NodeT)):
+                if not isinstance(dst.type, self.node_or_agent()):
                     raise self.error(f"inflight() destination must be an agent or home, got "
                                      f"{dst.type}", args[1])
             return ir.InFlight(str(args[0].children[0]), dst, ir.BoolT(), sp)
@@ -1337,10 +1645,10 @@ def _check_gotos(stmts: tuple[ir.Stmt, ...], done: ir.Goto | None,
 _BINDERS = {ir.Local: "name", ir.Let: "var", ir.For: "var", ir.Quant: "var",
             ir.MsgQuant: "var", ir.MsgVarAttr: "var"}
 _TYPES = (ir.BoolT, ir.IntT, ir.ValueT, ir.AgentT, ir.NodeT, ir.EnumT, ir.StateT, ir.SetT,
-          ir.ArrayT, Span)
+          ir.ArrayT, ir.IndexT, ir.HNodeT, Span)
 
 
-_IMMUTABLE = (ir.Lit, ir.SelfId, ir.MsgSrc, ir.MsgField, ir.Local)
+_IMMUTABLE = (ir.Lit, ir.SelfId, ir.MsgSrc, ir.MsgField, ir.Local, ir.NodeIndex)
 
 
 def _substitute(node: Any, values: dict[str, ir.Expr]) -> Any:
@@ -1379,7 +1687,19 @@ def _rename(node: Any, suffix: str) -> Any:
 
 
 def _enumerable(t: ir.Type) -> bool:
-    return isinstance(t, (ir.BoolT, ir.IntT, ir.ValueT, ir.AgentT, ir.NodeT, ir.EnumT))
+    return isinstance(t, (ir.BoolT, ir.IntT, ir.ValueT, ir.AgentT, ir.NodeT, ir.EnumT,
+                          ir.IndexT, ir.HNodeT))
+
+
+def _nested_indexes(t: ir.Type) -> list[ir.IndexT]:
+    """The nested index types (``sm within gpu``) that values of ``t`` hold."""
+    if isinstance(t, ir.IndexT):
+        return [t] if t.parent is not None else []
+    if isinstance(t, ir.SetT):
+        return _nested_indexes(t.elem)
+    if isinstance(t, ir.ArrayT):
+        return _nested_indexes(t.index) + _nested_indexes(t.elem)
+    return []
 
 
 def _is_constant(e: ir.Expr) -> bool:

@@ -29,6 +29,7 @@ MAX_INT = 2**31 - 1    # ... and its largest value (a 32-bit signed int)
 _EXPR_NODES = frozenset({
     "implies", "or_op", "and_op", "not_op", "compare", "member", "arith", "neg", "attr",
     "index", "call", "int_lit", "name", "set_lit", "quant", "not_member", "cond_expr",
+    "node_is",
 })
 _STMT_NODES = frozenset({"if_stmt", "for_stmt"})
 

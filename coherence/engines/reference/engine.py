@@ -26,7 +26,7 @@ from coherence.layout import Layout
 from coherence.memory import peak_rss_bytes, rss_bytes
 from coherence.results import CheckOptions, FailureKey, Progress
 from coherence.semantics import Semantics, State
-from coherence.symmetry import Symmetry
+from coherence.symmetry import has_symmetry, make_symmetry
 from coherence.vacuity import is_witness
 
 
@@ -46,7 +46,7 @@ class _Search:
         self.layout = layout
         self.options = options
         self.sem = Semantics(model)
-        self.sym = Symmetry(self.sem) if options.symmetry and model.agents > 1 else None
+        self.sym = make_symmetry(self.sem) if options.symmetry and has_symmetry(model) else None
         self.nbytes = max(1, (layout.bits + 7) // 8)
         self.store = PackedStore(self.nbytes)
         self.first: dict[FailureKey, int] = {}
