@@ -453,7 +453,7 @@ class PromelaExporter:
         return any(self.stmt_may_block(s) for s in body)
 
     def stmt_may_block(self, s: ir.Stmt) -> bool:
-        if isinstance(s, (ir.Send, ir.Broadcast)):
+        if isinstance(s, (ir.Send, ir.Broadcast, ir.Multicast)):
             net = self.m.network(self.m.message(s.message).network)
             if net.ordering is not ir.Ordering.BUS:
                 return True
@@ -584,8 +584,7 @@ class PromelaExporter:
         msg = self.m.message(name)
         net = self.m.network(msg.network)
         k = self.msg_index[name]
-        src = ctx.me if ctx.machine.kind is ir.MachineKind.CACHE else str(self.n)
-        assert src is not None
+        src = self.source(ctx)
         if net.ordering is ir.Ordering.BUS:
             return self.bus(msg, args, src, dst, ctx, span)
         c = net.capacity
@@ -617,6 +616,12 @@ class PromelaExporter:
                 f"  {p} = 0; do :: {p} < {u}_cnt && !({less}) -> {p}++ :: else -> break od;",
                 f"  {j} = {u}_cnt; do :: {j} > {p} ->", *_ind(shift, 3), f"    {j}--",
                 "  :: else -> break od;", *_ind(put), f"  {u}_cnt++", "fi;"]
+
+    def source(self, ctx: _Ctx) -> str:
+        """The sending node: the running cache's agent id, or the home node."""
+        src = ctx.me if ctx.machine.kind is ir.MachineKind.CACHE else str(self.n)
+        assert src is not None
+        return src
 
     def unordered_arrays(self, net: ir.Network) -> list[str]:
         u = f"u_{net.name}"
@@ -1099,5 +1104,9 @@ def _param_span(model: ir.Model, name: str) -> Span:
 
 
 def to_promela(model: ir.Model) -> str:
-    """The Promela text of ``model`` (the coherence monitor is left out; see the module doc)."""
+    """The Promela text of ``model`` (the coherence monitor is left out; see the module doc);
+    a hierarchical spec goes through ``coherence.export.promela_hier``."""
+    if model.is_hierarchical:
+        from coherence.export.promela_hier import hier_to_promela
+        return hier_to_promela(model)
     return PromelaExporter(model).export()
