@@ -24,6 +24,11 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--param", "-p", action="append", default=[], metavar="NAME=VALUE",
                    help="override a spec parameter (agents, lines, values are set per test)")
     add_core_arg(p)
+    p.add_argument("--place", metavar="PLACE",
+                   help="hierarchical specs: where the threads run. same-gpu (the default): "
+                        "processors that share every outer index (SMs of one GPU); cross-gpu: "
+                        "one per value of the outermost index (an SM on each GPU); or each "
+                        "thread's index values, e.g. 0.0,0.1,1.0")
     p.add_argument("--max-states", type=nonnegative_int, metavar="N",
                    help="stop a program's exploration after N states (result: incomplete; "
                         f"default {DEFAULT_MAX_STATES:,}, 2.5x what any bundled GPU model "
@@ -79,11 +84,12 @@ def litmus_params(items: list[str]) -> dict[str, int]:
 def run(args: argparse.Namespace) -> int:
     from coherence.commands.common import reporter
     from coherence.litmus.catalogue import load_catalogue
-    from coherence.litmus.model import model_overrides, program_key, run_on_model
+    from coherence.litmus.model import program_key, run_on_model
+    from coherence.litmus.place import check_place, load_for_test
     from coherence.litmus.variants import apply_variant, variant_names
-    from coherence.spec.load import load_spec
 
     extra = litmus_params(args.param)
+    place = check_place(args.place) if args.place is not None else None
     tests = load_catalogue(args.tests)
     rows: list[dict[str, Any]] = []
     cache: dict[tuple, Any] = {}
@@ -97,9 +103,9 @@ def run(args: argparse.Namespace) -> int:
         interrupted = False  # Ctrl-C: the programs finished so far are the result (exit 3)
         try:
             for n, (test, v) in enumerate(jobs):
-                model = load_spec(args.spec, {**extra, **model_overrides(test)})
+                model, where = load_for_test(args.spec, extra, test, place)
                 vt = apply_variant(test, v)
-                key = program_key(model, vt)
+                key = (program_key(model, vt), where.nodes)
                 what = f"{test.name} {v} ({n + 1} of {len(jobs)})"
                 rep.update(f"{what}: starting", done=n, total=len(jobs), force=True,
                            test=test.name, variant=v, states=0)
@@ -110,11 +116,13 @@ def run(args: argparse.Namespace) -> int:
                                states=states, frontier=frontier)
                 if key not in cache:
                     cache[key] = run_on_model(model, vt, max_states, args.core,
-                                              witnesses=args.witness, progress=explored)
+                                              witnesses=args.witness, progress=explored,
+                                              nodes=where.nodes)
                 res = cache[key]
                 if vt.polls() and ("poll", key) not in cache:
                     from coherence.litmus.poll import poll_spins
-                    cache["poll", key] = poll_spins(model, vt, max_states, args.core)
+                    cache["poll", key] = poll_spins(model, vt, max_states, args.core,
+                                                   nodes=where.nodes)
                 spin = cache.get(("poll", key))
                 if spin is not None and spin.can_spin is None and worst == EXIT_HOLDS:
                     worst = EXIT_INCOMPLETE
@@ -122,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
                     worst = max(worst, EXIT_FAILS) if worst != EXIT_INCOMPLETE else worst
                 if res.stopped and worst == EXIT_HOLDS:
                     worst = EXIT_INCOMPLETE
-                rows.append(_row(args, model, test, v, res))
+                rows.append(_row(args, where, test, v, res))
                 if spin is not None:
                     rows[-1]["poll_can_spin_forever"] = spin.can_spin
                     rows[-1]["poll_lasso"] = [s.render() for s in spin.lasso]
@@ -149,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     return worst
 
 
-def _row(args: argparse.Namespace, model: Any, test: Any, v: str, res: Any) -> dict[str, Any]:
+def _row(args: argparse.Namespace, where: Any, test: Any, v: str, res: Any) -> dict[str, Any]:
     """One program's line of the report (and of --json's ``results``)."""
     from coherence.litmus.program import holds, outcome_dict, outcome_text
     from coherence.litmus.sc import sc_outcomes
@@ -168,9 +176,12 @@ def _row(args: argparse.Namespace, model: Any, test: Any, v: str, res: Any) -> d
         "events": res.events_used, "states": res.states,
         "errors": res.errors, "stuck": res.stuck, "stopped": res.stopped,
     }
+    if where.place != "agents":
+        row["place"] = where.place
+        row["processors"] = where.names()
     if args.witness:
         row["lines"] = {loc: i for i, loc in enumerate(test.locations)}
-        row["threads"] = [f"{model.caches[0].name}[{t}]" for t in range(len(test.threads))]
+        row["threads"] = where.names()
         row["witnesses"] = [
             {"outcome": outcome_text(test, o),
              "condition": holds(test.condition, outcome_dict(test, o)),

@@ -19,8 +19,20 @@ offers; the runner uses those it finds and skips the rest:
 * a fence at gpu/sys scope is ``Fence`` on every line. cta-scope ordering issues nothing: the
   L1 is the cta's point of coherence.
 
+Scoped events (HIER.md: a spec that distinguishes scopes declares one event per scope) come
+first where the spec has them, each scope falling back to the next wider one it lacks, then
+to the unscoped names above: a strong load at gpu scope is ``LoadGpu``, at sys scope (and
+volatile) ``LoadSys`` else ``LoadGpu``; stores likewise ``StoreGpu``/``StoreSys``; ordering
+at gpu scope is ``AcquireGpu``/``ReleaseGpu`` else ``FenceGpu``, at sys scope ``AcquireSys``/
+``ReleaseSys`` else ``FenceSys``, else the gpu-scope ones; a cta-scope fence, acquire or
+release is ``FenceCta`` where the spec has it, else nothing. So a spec whose hardware keeps
+its L2s coherent (no sys-scope events) gives sys scope its gpu-scope answer.
+
 A spec without these events (the broadcast-invalidate ones) gives every variant the same
 answer: the protocol has no ordering knob to turn.
+
+Threads run on the processors a placement names (``coherence.litmus.place``): agents 0..n-1
+of a flat spec, or instances of a hierarchical spec's processor machine (``L1[g, s]``).
 """
 
 from __future__ import annotations
@@ -35,6 +47,7 @@ import attrs
 from coherence import ir
 from coherence.errors import NO_SPAN, SpecError
 from coherence.explore import Search, bfs
+from coherence.litmus.place import placement, processor
 from coherence.litmus.program import Litmus, Op, Outcome
 from coherence.semantics import Action, Semantics, State
 from coherence.semantics import Outcome as SemOutcome
@@ -88,39 +101,66 @@ def _event_names(model: ir.Model) -> set[str]:
     return {e.name for e in model.events}
 
 
+# NOTE(litmus-events): the candidates for each operation, in order of preference
+def _load_events(scope: str | None, strong: bool) -> tuple[str, ...]:
+    if not strong:
+        return ("Load",)
+    wider = ("LoadSys",) if scope == "sys" else ()
+    return (*wider, "LoadGpu", "LoadStrong", "Load")
+
+
+def _store_events(scope: str | None, strong: bool) -> tuple[str, ...]:
+    if not strong:
+        return ("Store",)
+    wider = ("StoreSys",) if scope == "sys" else ()
+    return (*wider, "StoreGpu", "StoreStrong", "Store")
+
+
+def _order_events(scope: str | None, kind: str) -> tuple[str, ...]:
+    """The ordering events of a fence (kind ``Fence``), an acquire or a release at ``scope``."""
+    if scope == "cta":
+        return ("FenceCta",)
+    unscoped = (kind, "Fence") if kind != "Fence" else ("Fence",)
+    gpu = (f"{kind}Gpu", "FenceGpu") if kind != "Fence" else ("FenceGpu",)
+    sys = (f"{kind}Sys", "FenceSys") if kind != "Fence" else ("FenceSys",)
+    return (*(sys if scope == "sys" else ()), *gpu, *unscoped)
+
+
+def _pick(names: tuple[str, ...], events: set[str]) -> str | None:
+    return next((n for n in names if n in events), None)
+
+
 def _steps(test: Litmus, tid: int, ops: tuple[Op, ...], events: set[str],
            regs: dict[str, int]) -> list[Step]:
     lines = range(len(test.locations))
     out: list[Step] = []
     carry = False  # a fence's ordering, carried to the next access
 
-    def everywhere(names: tuple[str, ...]) -> None:
-        for name in names:
-            if name in events:
-                out.extend(Step(name, line, None, None, True, True) for line in lines)
-                return
+    def everywhere(names: tuple[str, ...]) -> bool:
+        name = _pick(names, events)
+        if name is not None:
+            out.extend(Step(name, line, None, None, True, True) for line in lines)
+        return name is not None
 
     for op in ops:
-        scoped = (op.scope or "gpu") != "cta"
+        scope = op.scope or "gpu"
+        scoped = scope != "cta"
         strong = op.order in ("volatile", "relaxed", "acquire", "release") and scoped
-        if op.kind == "fence":
-            if scoped:
-                everywhere(("Fence",))
-                carry = True
+        if op.kind == "fence":  # a gpu/sys fence orders the next access even with no event
+            carry = everywhere(_order_events(scope, "Fence")) or scoped or carry
             continue
         line = test.locations.index(op.loc or "")
         if op.kind == "load":
-            event = "LoadStrong" if strong and "LoadStrong" in events else "Load"
+            event = _pick(_load_events(scope, strong), events) or "Load"
             acquire = op.order == "acquire" and scoped
             out.append(Step(event, line, None, regs[f"{tid}:{op.reg}"], carry,
                             acquire or op.until is not None, op.until))
-            if acquire:
-                everywhere(("Acquire", "Fence"))
+            if op.order == "acquire":
+                everywhere(_order_events(scope, "Acquire"))
         else:
-            release = op.order == "release" and scoped
-            if release:
-                everywhere(("Release", "Fence"))
-            event = "StoreStrong" if strong and "StoreStrong" in events else "Store"
+            release = op.order == "release" and (
+                everywhere(_order_events(scope, "Release")) or scoped)
+            event = _pick(_store_events(scope, strong), events) or "Store"
             value = op.value if isinstance(op.value, int) else f"r{regs[f'{tid}:{op.value}']}"
             out.append(Step(event, line, value, None, carry or release, False))
         carry = False
@@ -128,8 +168,7 @@ def _steps(test: Litmus, tid: int, ops: tuple[Op, ...], events: set[str],
 
 
 def _check_fit(model: ir.Model, test: Litmus) -> None:
-    if not model.caches:
-        raise SpecError(f"{model.file}: the spec has no cache machine to run threads on", NO_SPAN)
+    processor(model)  # the spec has a machine to run threads on
     events = _event_names(model)
     for need in ("Load", "Store"):
         if need not in events:
@@ -144,13 +183,17 @@ def _check_fit(model: ir.Model, test: Litmus) -> None:
 class _Runner:
     def __init__(self, model: ir.Model, test: Litmus, max_states: int | None,
                  core: str = DEFAULT_CORE, witnesses: bool = False,
-                 progress: Callable[[int, int], None] | None = None) -> None:
+                 progress: Callable[[int, int], None] | None = None,
+                 nodes: tuple[int, ...] | None = None) -> None:
         self.progress = progress
         self.pipelined = core == "pipelined"
         self.want_witnesses = witnesses
         self.model = attrs.evolve(model, invariants=(), properties=())
         self.sem = Semantics(self.model)
-        self.cache = self.model.caches[0]
+        self.cache = processor(self.model)
+        # thread t runs on processor node nodes[t] (a flat spec's agent t)
+        self.nodes = nodes if nodes is not None else tuple(range(len(test.threads)))
+        self.thread_of = {node: t for t, node in enumerate(self.nodes)}
         self.test = test
         self.max_states = max_states
         events = _event_names(model)
@@ -279,7 +322,8 @@ class _Runner:
             if pcs[t] >= len(prog) or not self._may_issue(prog, pcs[t], pending[t], regs):
                 continue
             step = prog[pcs[t]]
-            cstate = state[0][step.line][2][t][0]
+            node = self.nodes[t]
+            cstate = state[0][step.line][2][node][0]
             cname = self.cache.state_type.members[cstate]
             params: tuple[int, ...] = ()
             if isinstance(step.value, int):
@@ -289,7 +333,7 @@ class _Runner:
             for tr in self.transitions.get(step.event, []):
                 if cname not in tr.states:
                     continue
-                act = Action(ir.TransitionKind.EVENT, self.cache.name, t, step.line,
+                act = Action(ir.TransitionKind.EVENT, self.cache.name, node, step.line,
                              tr.index, params[:len(tr.params)])
                 res = self.sem.execute(state, act)
                 if res is not None:
@@ -321,9 +365,9 @@ class _Runner:
         for p in res.performs:
             if p.kind == "store":
                 mem_l[p.line] = p.value
-            elif p.agent < len(programs):
-                for k in pending[p.agent]:
-                    step = programs[p.agent][k]
+            elif (t := self.thread_of.get(p.agent)) is not None and t < len(programs):
+                for k in pending[t]:
+                    step = programs[t][k]
                     if step.reg is not None and step.line == p.line and \
                             regs_l[step.reg] == _NONE:
                         regs_l[step.reg] = p.value
@@ -335,7 +379,7 @@ class _Runner:
             left = []
             for k in busy:
                 step = programs[t][k]
-                cidx = state[0][step.line][2][t][0]
+                cidx = state[0][step.line][2][self.nodes[t]][0]
                 if not self.cache.states[cidx].stable or (
                         step.reg is not None and regs_l[step.reg] == _NONE):
                     left.append(k)
@@ -353,19 +397,30 @@ PROGRESS_STATES = 1024  # progress(states, frontier) is called once per this man
 
 def run_on_model(model: ir.Model, test: Litmus, max_states: int | None = None,
                  core: str = DEFAULT_CORE, witnesses: bool = False,
-                 progress: Callable[[int, int], None] | None = None) -> ModelResult:
+                 progress: Callable[[int, int], None] | None = None,
+                 nodes: tuple[int, ...] | None = None) -> ModelResult:
     """Every outcome ``model`` allows for ``test`` (the model must be loaded with
-    ``agents`` = threads, ``lines`` = locations, ``values`` > every value used); with
-    ``witnesses``, also the shortest run to each, as trace steps. ``progress(states,
-    frontier)`` is told every PROGRESS_STATES states explored."""
+    ``agents`` = threads, ``lines`` = locations, ``values`` > every value used: see
+    ``coherence.litmus.place.load_for_test``); with ``witnesses``, also the shortest run to
+    each, as trace steps. ``progress(states, frontier)`` is told every PROGRESS_STATES states
+    explored. ``nodes``: the processor each thread runs on (``place.placement``; default:
+    agent t of a flat spec, the default placement of a hierarchical one)."""
     _check_fit(model, test)
-    if model.agents != len(test.threads) or model.lines != len(test.locations):
+    if model.is_hierarchical:
+        if nodes is None:
+            nodes = placement(model, test, None).nodes
+        if len(nodes) != len(test.threads) or model.lines != len(test.locations):
+            raise SpecError(f"{model.file}: loaded with lines={model.lines} for "
+                            f"{len(nodes)} placed threads; {test.name} needs "
+                            f"lines={len(test.locations)} and {len(test.threads)} threads",
+                            NO_SPAN)
+    elif model.agents != len(test.threads) or model.lines != len(test.locations):
         raise SpecError(f"{model.file}: loaded with agents={model.agents}, lines={model.lines}; "
                         f"{test.name} needs agents={len(test.threads)}, "
                         f"lines={len(test.locations)}", NO_SPAN)
     if core not in CORES:
         raise SpecError(f"unknown core {core!r} (known: {', '.join(CORES)})", NO_SPAN)
-    return _Runner(model, test, max_states, core, witnesses, progress).run()
+    return _Runner(model, test, max_states, core, witnesses, progress, nodes).run()
 
 
 def program_key(model: ir.Model, test: Litmus) -> tuple:
@@ -378,6 +433,7 @@ def program_key(model: ir.Model, test: Litmus) -> tuple:
 
 
 def model_overrides(test: Litmus) -> dict[str, int]:
-    """The parameter values a spec is loaded with to run ``test``."""
+    """The parameter values a flat spec is loaded with to run ``test`` (a hierarchical one:
+    ``coherence.litmus.place.overrides``)."""
     return {"agents": len(test.threads), "lines": len(test.locations),
             "values": test.max_value() + 1}

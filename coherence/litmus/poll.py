@@ -22,6 +22,7 @@ import attrs
 
 from coherence import ir
 from coherence.litmus.model import DEFAULT_CORE, _check_fit, _Runner
+from coherence.litmus.place import placement
 from coherence.litmus.program import Litmus
 from coherence.liveness.graph import Graph, fair_cycle, fair_sets, path_within, source
 from coherence.liveness.tasks import Tasks
@@ -40,10 +41,13 @@ class PollResult:
 
 
 def poll_spins(model: ir.Model, test: Litmus, max_states: int | None = None,
-               core: str = DEFAULT_CORE) -> PollResult:
-    """Whether some fair run leaves one of ``test``'s polls spinning forever, with that run."""
+               core: str = DEFAULT_CORE, nodes: tuple[int, ...] | None = None) -> PollResult:
+    """Whether some fair run leaves one of ``test``'s polls spinning forever, with that run
+    (``nodes``: where the threads run, as for ``run_on_model``)."""
     _check_fit(model, test)
-    runner = _Runner(model, test, max_states, core)
+    if nodes is None and model.is_hierarchical:
+        nodes = placement(model, test, None).nodes
+    runner = _Runner(model, test, max_states, core, nodes=nodes)
     if test.cached:
         raise ValueError("poll tests with a 'cached' prelude are not supported")
     polls = [(t, k) for t, prog in enumerate(runner.programs) for k, s in enumerate(prog)
