@@ -9,18 +9,22 @@ closes, the goal never holds on it, and each weakly fair task enabled all along 
 from __future__ import annotations
 
 import time
+from array import array
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from coherence import ir
+from coherence import ir, load_spec_text
 from coherence.engines import check
 from coherence.engines.compiled import CompiledEngine
 from coherence.layout import Layout
 from coherence.liveness import check_liveness
 from coherence.liveness import reference as ref_graph
 from coherence.liveness.built import Built, instances
+from coherence.liveness.graph import UNFAIR, Graph, PythonAlgorithms
 from coherence.liveness.tasks import TaskKeys
 from coherence.mutants import find_mutants, parse_header
 from coherence.results import CheckOptions, Failure
@@ -209,7 +213,6 @@ liveness bad: forall a: agent :: C[a].state == W ~> H.x == 0;
 
 
 def test_a_model_error_in_a_predicate_is_found_by_both() -> None:
-    from coherence import load_spec_text
     model = load_spec_text(ERRING, "e.coh")
     ref = check_liveness(model, CheckOptions(symmetry=False))
     comp = check_liveness(model, CheckOptions(symmetry=False), compiled_builder())
@@ -230,3 +233,66 @@ def test_bundled_same_graph_and_verdict_at_3_agents(spec: str) -> None:
     model = bundled(spec, 3)
     assert_same_graph(model)
     assert_same_verdicts(model)
+
+
+# ---------------------------------------------------------------- the C algorithms vs graph.py
+
+C_GRAPHS = st.integers(1, 14).flatmap(lambda n: st.tuples(
+    st.just(n),
+    st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1),
+                       st.sampled_from([UNFAIR, 0, 1, 2, 3])), max_size=45),
+    st.sets(st.sampled_from([0, 1, 2, 3])),
+    st.lists(st.booleans(), min_size=n, max_size=n),
+    st.lists(st.booleans(), min_size=n, max_size=n)))
+
+
+@pytest.fixture(scope="module")
+def c_library():  # type: ignore[no-untyped-def]
+    from coherence.engines.cgen.codegen import generate
+    from coherence.engines.compiled.build import build
+    from coherence.engines.compiled.engine import Library
+    model = load_spec_text(ERRING, "a.coh")
+    path, _ = build(generate(model, Layout(model), liveness=True).source)
+    return Library.load(path)
+
+
+def partition(label: array) -> set[frozenset[int]]:
+    groups: dict[int, set[int]] = {}
+    for s, c in enumerate(label):
+        if c >= 0:
+            groups.setdefault(c, set()).add(s)
+    return {frozenset(g) for g in groups.values()}
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=C_GRAPHS)
+def test_c_algorithms_equal_the_python_definitions(c_library, case) -> None:  # type: ignore[no-untyped-def]
+    from coherence.engines.compiled.graph import CAlgorithms
+    n, edges, strong, allowed_bits, source_bits = case
+    rows: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    for s, d, t in edges:  # duplicates kept: parallel edges happen in real graphs
+        rows[s].append((d, t))
+    first, dst, task = array("q", [0]), array("i"), array("i")
+    for row in rows:
+        for d, t in row:
+            dst.append(d)
+            task.append(t)
+        first.append(len(dst))
+    g = Graph(first, dst, task, set(strong))
+    py, c = PythonAlgorithms(), CAlgorithms(c_library, bytearray(
+        1 if t in strong else 0 for t in range(4)))
+    allowed = bytearray(allowed_bits)
+    sources = bytearray(source_bits)
+    rp, rc = py.reverse(g), c.reverse(g)
+    assert list(rp.first) == list(rc.first)
+    assert all(sorted(rp.src[rp.first[s]:rp.first[s + 1]])
+               == sorted(rc.src[rc.first[s]:rc.first[s + 1]]) for s in range(n))
+    for region in (None, allowed):
+        assert py.backward_reachable(rp, sources, region) == c.backward_reachable(
+            rc, sources, region)
+        assert py.forward_reachable(g, sources, region) == c.forward_reachable(
+            g, sources, region)
+        lp, np_, fp = py.fair_sets(g, region)
+        lc, nc, fc = c.fair_sets(g, region)
+        assert partition(lp) == partition(lc) and np_ == nc and fp == fc

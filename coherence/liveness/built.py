@@ -18,7 +18,7 @@ import attrs
 
 from coherence import ir
 from coherence.layout import Layout
-from coherence.liveness.graph import Graph
+from coherence.liveness.graph import Algorithms, Graph
 from coherence.liveness.tasks import TaskKey
 from coherence.results import CheckOptions
 
@@ -67,6 +67,7 @@ class Built:
     task_keys: list[TaskKey]  # the key of each task id (NOTE(task-keys))
     engine: str
     states: int = -1  # states found, where a stopped search has fewer rows (-1: graph.n)
+    algorithms: Algorithms | None = None  # faster whole-graph algorithms (None: graph.py's)
 
 
 GraphBuilder = Callable[[ir.Model, Layout, list[Instance], CheckOptions, float],

@@ -24,8 +24,10 @@ every step, so "the same task enabled forever" cannot be read off the quotient g
 
 from __future__ import annotations
 
+import os
 import time
 from array import array
+from concurrent.futures import ThreadPoolExecutor
 
 import attrs
 
@@ -35,13 +37,13 @@ from coherence.liveness import reference
 from coherence.liveness.built import Built, GraphBuilder, Instance, instances
 from coherence.liveness.graph import (
     UNFAIR,
+    Algorithms,
     Graph,
+    PythonAlgorithms,
     Reverse,
-    backward_reachable,
     fair_cycle,
-    fair_sets,
+    first_common,
     path_within,
-    reverse,
     sccs,
     source,
 )
@@ -80,7 +82,8 @@ def check_liveness(model: ir.Model, options: CheckOptions,
         failures: list[Failure] = []
         replay = _Replay(Semantics(model), layout, built)
         if built.stopped is None:
-            rev = reverse(g)
+            alg: Algorithms = built.algorithms or PythonAlgorithms()
+            rev = alg.reverse(g)
             done: set[str] = set(built.errors)
             for name, state in sorted(built.errors.items(), key=lambda x: x[1]):
                 steps = replay.steps(_stem(built.parent, state), [])
@@ -88,16 +91,26 @@ def check_liveness(model: ir.Model, options: CheckOptions,
                                                                       built.state(state),
                                                                       layout),
                                         steps, None, ("error", name)))
-            for inst in insts:
-                if inst.prop.name in done:
-                    continue
+            todo = [inst for inst in insts if inst.prop.name not in done]
+
+            def verdict(inst: Instance) -> _Verdict | None:
                 if inst.prop.kind is ir.LivenessKind.REACHABLE:
-                    f = _check_reachable(g, rev, built, inst, replay)
+                    return _reachable_verdict(rev, inst, alg)
+                return _leads_to_verdict(g, rev, inst, alg)
+
+            # NOTE(parallel-instances): C algorithms release the GIL, so instances are checked
+            # on every core; each counterexample is then built in order, one per property
+            workers = (options.threads or os.cpu_count() or 1) if alg.parallel else 1
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                verdicts = list(pool.map(verdict, todo))
+            for inst, v in zip(todo, verdicts, strict=True):
+                if v is None or inst.prop.name in done:
+                    continue
+                done.add(inst.prop.name)
+                if inst.prop.kind is ir.LivenessKind.REACHABLE:
+                    failures.append(_report_reachable(g, built, inst, replay, v))
                 else:
-                    f = _check_leads_to(g, rev, built, inst, replay)
-                if f is not None:
-                    done.add(inst.prop.name)
-                    failures.append(f)
+                    failures.append(_report_leads_to(g, built, inst, replay, v))
         graph_bytes = sum(a.itemsize * len(a) for a in (g.first, g.dst, g.task, built.parent))
         states = built.states if built.states >= 0 else g.n
         return LivenessResult(failures, states, len(g.dst),
@@ -142,12 +155,29 @@ def _where(model: ir.Model, inst: Instance) -> str:
     return f" ({'; '.join(parts)})" if parts else ""
 
 
-def _check_reachable(g: Graph, rev: Reverse, built: Built, inst: Instance,
-                     replay: _Replay) -> Failure | None:
-    can = backward_reachable(rev, inst.goal)
+_NOT = bytes([1, 0]) + bytes(254)  # 0/1 flags negated by bytes.translate
+
+
+@attrs.define
+class _Verdict:
+    """Where an instance fails: its first bad state, and for leads-to the not-Q region and
+    its fair sets (what the counterexample is built from)."""
+
+    start: int
+    region: bytearray | None = None
+    comp: array | None = None
+    in_fair: bytearray | None = None
+
+
+def _reachable_verdict(rev: Reverse, inst: Instance, alg: Algorithms) -> _Verdict | None:
+    can = alg.backward_reachable(rev, inst.goal)
     bad = can.find(0)
-    if bad < 0:
-        return None
+    return None if bad < 0 else _Verdict(bad)
+
+
+def _report_reachable(g: Graph, built: Built, inst: Instance, replay: _Replay,
+                      v: _Verdict) -> Failure:
+    bad = v.start
     # trapped: the first component Tarjan completes from ``bad`` is a bottom one
     comp, _ = sccs(g, roots=[bad], first_only=True)
     into = path_within(g, bad, None, bytearray(1 if c == 0 else 0 for c in comp))
@@ -190,19 +220,24 @@ def _trap_cycle(g: Graph, comp: array, entry: int) -> list[int]:
     return best or []
 
 
-def _check_leads_to(g: Graph, rev: Reverse, built: Built, inst: Instance,
-                    replay: _Replay) -> Failure | None:
-    region = bytearray(1 - q for q in inst.goal)
-    comp, _count = fair_sets(g, region)
-    in_fair = bytearray(1 if c >= 0 else 0 for c in comp)
-    doomed = backward_reachable(rev, in_fair, region)
-    start = None
-    for s in range(g.n):
-        if inst.premise[s] and doomed[s]:
-            start = s
-            break
-    if start is None:
-        return None
+def _leads_to_verdict(g: Graph, rev: Reverse, inst: Instance,
+                      alg: Algorithms) -> _Verdict | None:
+    region = inst.goal.translate(_NOT)
+    # NOTE(premise-closure): only the not-Q states a P-state reaches through not-Q states
+    # matter; that set is closed under not-Q successors, so every strongly connected set of
+    # the not-Q states that meets it lies inside it, and its fair sets are exactly those of
+    # the not-Q states that a violation can reach (the others are never decomposed)
+    region = alg.forward_reachable(g, inst.premise, region)
+    comp, _count, in_fair = alg.fair_sets(g, region)
+    doomed = alg.backward_reachable(rev, in_fair, region)
+    start = first_common(inst.premise, doomed)
+    return None if start < 0 else _Verdict(start, region, comp, in_fair)
+
+
+def _report_leads_to(g: Graph, built: Built, inst: Instance, replay: _Replay,
+                     v: _Verdict) -> Failure:
+    start, region, comp, in_fair = v.start, v.region, v.comp, v.in_fair
+    assert region is not None and comp is not None and in_fair is not None
     into = path_within(g, start, region, in_fair)
     assert into is not None
     entry = g.dst[into[-1]] if into else start

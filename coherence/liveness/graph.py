@@ -22,6 +22,7 @@ from __future__ import annotations
 from array import array
 from collections import deque
 from collections.abc import Iterable
+from typing import Protocol
 
 import attrs
 
@@ -94,6 +95,28 @@ def backward_reachable(rev: Reverse, targets: bytearray,
             if not seen[p] and (allowed is None or allowed[p]):
                 seen[p] = 1
                 queue.append(p)
+    return seen
+
+
+def forward_reachable(g: Graph, sources: bytearray,
+                      allowed: bytearray | None = None) -> bytearray:
+    """1 for every state reachable from a source along states that are all ``allowed``
+    (sources themselves must be allowed to count)."""
+    n = g.n
+    seen = bytearray(n)
+    queue: deque[int] = deque()
+    for s in range(n):
+        if sources[s] and (allowed is None or allowed[s]):
+            seen[s] = 1
+            queue.append(s)
+    first, dst = g.first, g.dst
+    while queue:
+        s = queue.popleft()
+        for e in range(first[s], first[s + 1]):
+            w = dst[e]
+            if not seen[w] and (allowed is None or allowed[w]):
+                seen[w] = 1
+                queue.append(w)
     return seen
 
 
@@ -347,3 +370,61 @@ def _path_back(g: Graph, inside: bytearray, start: int, end: int, nonempty: bool
                 parent_edge[w] = e
                 queue.append(w)
     raise AssertionError("no way back inside a strongly connected component")
+
+
+def first_common(a: bytearray, b: bytearray) -> int:
+    """The least state where both 0/1 flag arrays are 1, or -1 (big-int AND: no Python
+    loop over the states)."""
+    x = int.from_bytes(a, "little") & int.from_bytes(b, "little")
+    if x == 0:
+        return -1
+    return ((x & -x).bit_length() - 1) // 8
+
+
+def fair_flags(label: array) -> bytearray:
+    """1 for every state in some fair set."""
+    return bytearray(1 if c >= 0 else 0 for c in label)
+
+
+class Algorithms(Protocol):
+    """The whole-graph algorithms, which an engine may supply in faster form (the compiled
+    engine's, in C: ``coherence.engines.compiled.graph``); this module defines them.
+    ``parallel``: whether they may run in several threads at once to any gain (they release
+    the GIL)."""
+
+    parallel: bool
+
+    def reverse(self, g: Graph) -> Reverse: ...
+
+    def backward_reachable(self, rev: Reverse, targets: bytearray,
+                           allowed: bytearray | None = None) -> bytearray: ...
+
+    def forward_reachable(self, g: Graph, sources: bytearray,
+                          allowed: bytearray | None = None) -> bytearray: ...
+
+    def fair_sets(self, g: Graph, allowed: bytearray | None = None
+                  ) -> tuple[array, int, bytearray]:
+        """``fair_sets`` and ``fair_flags`` of its labels."""
+        ...
+
+
+class PythonAlgorithms:
+    """This module's algorithms, as ``Algorithms``."""
+
+    parallel = False
+
+    def reverse(self, g: Graph) -> Reverse:
+        return reverse(g)
+
+    def backward_reachable(self, rev: Reverse, targets: bytearray,
+                           allowed: bytearray | None = None) -> bytearray:
+        return backward_reachable(rev, targets, allowed)
+
+    def forward_reachable(self, g: Graph, sources: bytearray,
+                          allowed: bytearray | None = None) -> bytearray:
+        return forward_reachable(g, sources, allowed)
+
+    def fair_sets(self, g: Graph, allowed: bytearray | None = None
+                  ) -> tuple[array, int, bytearray]:
+        label, count = fair_sets(g, allowed)
+        return label, count, fair_flags(label)

@@ -26,7 +26,7 @@ from coherence.engines.compiled.engine import Library, run_search
 from coherence.layout import Layout
 from coherence.liveness import reference
 from coherence.liveness.built import Built, Instance
-from coherence.liveness.graph import Graph
+from coherence.liveness.graph import Graph, Reverse
 from coherence.results import CheckOptions
 
 
@@ -116,7 +116,83 @@ def _collect(lib: Library, layout: Layout, insts: list[Instance],
 
     keys = [(hi[i], lo[i]) for i in range(nt)]
     graph = Graph(first, dst, task, {i for i in range(nt) if strong[i]})
-    return Built(graph, parent, state, errors, None, keys, "compiled")
+    return Built(graph, parent, state, errors, None, keys, "compiled",
+                 algorithms=CAlgorithms(lib, bytearray(strong[:nt])))
+
+
+class CAlgorithms:
+    """``coherence.liveness.graph.Algorithms`` in the runtime's C (``co_alg_*``), on the
+    graph's own buffers."""
+
+    parallel = True
+
+    def __init__(self, lib: Library, strong: bytearray) -> None:
+        self.lib = lib.lib
+        self.strong = strong or bytearray(1)
+
+    def reverse(self, g: Graph) -> Reverse:
+        n, ne = g.n, len(g.dst)
+        rfirst, rsrc = _zeros("q", n + 1), _zeros("i", ne)
+        self.lib.co_alg_reverse(n, _buffer(g.first, ctypes.c_int64), _ptr(g.dst, ctypes.c_int32),
+                                _buffer(rfirst, ctypes.c_int64), _buffer(rsrc, ctypes.c_int32))
+        del rsrc[ne:]
+        return Reverse(rfirst, rsrc)
+
+    def backward_reachable(self, rev: Reverse, targets: bytearray,
+                           allowed: bytearray | None = None) -> bytearray:
+        n = len(rev.first) - 1
+        seen = bytearray(max(n, 1))
+        if self.lib.co_alg_backward(n, _buffer(rev.first, ctypes.c_int64),
+                                    _ptr(rev.src, ctypes.c_int32), _bytes(targets),
+                                    None if allowed is None else _bytes(allowed),
+                                    _bytes(seen)) != 0:
+            raise MemoryError("backward reachability: out of memory")
+        del seen[n:]
+        return seen
+
+    def forward_reachable(self, g: Graph, sources: bytearray,
+                          allowed: bytearray | None = None) -> bytearray:
+        n = g.n
+        seen = bytearray(max(n, 1))
+        if self.lib.co_alg_forward(n, _buffer(g.first, ctypes.c_int64),
+                                   _ptr(g.dst, ctypes.c_int32), _bytes(sources),
+                                   None if allowed is None else _bytes(allowed),
+                                   _bytes(seen)) != 0:
+            raise MemoryError("forward reachability: out of memory")
+        del seen[n:]
+        return seen
+
+    def fair_sets(self, g: Graph, allowed: bytearray | None = None
+                  ) -> tuple[array, int, bytearray]:
+        n = g.n
+        label = _zeros("i", n)
+        count = self.lib.co_alg_fair_sets(
+            n, _buffer(g.first, ctypes.c_int64), _ptr(g.dst, ctypes.c_int32),
+            _ptr(g.task, ctypes.c_int32), len(self.strong), _bytes(self.strong),
+            None if allowed is None else _bytes(allowed), _buffer(label, ctypes.c_int32))
+        if count < 0:
+            raise MemoryError("fair sets: out of memory")
+        del label[n:]
+        flags = self.fair_flags(label)
+        return label, int(count), flags
+
+    @staticmethod
+    def fair_flags(label: array) -> bytearray:
+        # label >= 0 as bytes: the top byte of each little-endian int32 is 0xff only at -1
+        raw = label.tobytes()[3::4]
+        return bytearray(raw.translate(_NONNEGATIVE))
+
+
+_NONNEGATIVE = bytes([1] * 128 + [0] * 128)  # a label's top byte: < 0x80 iff label >= 0
+
+
+def _ptr(a: array, ctype: Any) -> Any:
+    """A pointer to an array's buffer, None when it is empty (nothing will be read)."""
+    return _buffer(a, ctype) if len(a) else None
+
+
+def _bytes(b: bytearray) -> Any:
+    return (ctypes.c_uint8 * len(b)).from_buffer(b) if len(b) else None
 
 
 def _no_state(i: int) -> int:

@@ -476,6 +476,235 @@ int co_live_table(uint8_t *goal, uint8_t *premise, int64_t *err_state) {
 }
 #endif
 
+/* ------------------------------------------------------------------ liveness algorithms */
+
+/* The graph algorithms of coherence/liveness/graph.py (that file is their definition and
+ * says why each is right), on the same compressed rows, for graphs too large for Python:
+ * predecessor rows, backward reachability, and the fair sets (iterative Tarjan, the
+ * weak-fairness test of each component, strong-fairness refinement). Model-independent;
+ * tests/test_liveness_engines.py compares them with graph.py on random graphs. */
+
+void co_alg_reverse(int64_t n, const int64_t *first, const int32_t *dst, int64_t *rfirst,
+                    int32_t *rsrc) {
+    memset(rfirst, 0, (size_t)(n + 1) * sizeof *rfirst);
+    for (int64_t e = 0; e < first[n]; e++) rfirst[dst[e] + 1]++;
+    for (int64_t s = 0; s < n; s++) rfirst[s + 1] += rfirst[s];
+    int64_t *pos = malloc((size_t)(n + 1) * sizeof *pos);
+    if (pos == NULL) return;
+    memcpy(pos, rfirst, (size_t)(n + 1) * sizeof *pos);
+    for (int64_t s = 0; s < n; s++)
+        for (int64_t e = first[s]; e < first[s + 1]; e++) rsrc[pos[dst[e]]++] = (int32_t)s;
+    free(pos);
+}
+
+int co_alg_backward(int64_t n, const int64_t *rfirst, const int32_t *rsrc,
+                    const uint8_t *targets, const uint8_t *allowed, uint8_t *seen) {
+    int32_t *queue = malloc((size_t)(n > 0 ? n : 1) * sizeof *queue);
+    if (queue == NULL) return -1;
+    int64_t head = 0, tail = 0;
+    memset(seen, 0, (size_t)n);
+    for (int64_t s = 0; s < n; s++)
+        if (targets[s] && (allowed == NULL || allowed[s])) {
+            seen[s] = 1;
+            queue[tail++] = (int32_t)s;
+        }
+    while (head < tail) {
+        int32_t s = queue[head++];
+        for (int64_t e = rfirst[s]; e < rfirst[s + 1]; e++) {
+            int32_t p = rsrc[e];
+            if (!seen[p] && (allowed == NULL || allowed[p])) {
+                seen[p] = 1;
+                queue[tail++] = p;
+            }
+        }
+    }
+    free(queue);
+    return 0;
+}
+
+/* Per state, one cache line's part: a visited target costs one random read. index: -2
+ * outside the region, -1 not visited yet; on the stack: visited and comp still -1. */
+int co_alg_forward(int64_t n, const int64_t *first, const int32_t *dst,
+                   const uint8_t *sources, const uint8_t *allowed, uint8_t *seen) {
+    int32_t *queue = malloc((size_t)(n > 0 ? n : 1) * sizeof *queue);
+    if (queue == NULL) return -1;
+    int64_t head = 0, tail = 0;
+    memset(seen, 0, (size_t)n);
+    for (int64_t s = 0; s < n; s++)
+        if (sources[s] && (allowed == NULL || allowed[s])) {
+            seen[s] = 1;
+            queue[tail++] = (int32_t)s;
+        }
+    while (head < tail) {
+        int32_t s = queue[head++];
+        for (int64_t e = first[s]; e < first[s + 1]; e++) {
+            int32_t w = dst[e];
+            if (!seen[w] && (allowed == NULL || allowed[w])) {
+                seen[w] = 1;
+                queue[tail++] = w;
+            }
+        }
+    }
+    free(queue);
+    return 0;
+}
+
+typedef struct {
+    int32_t index, low, comp, pad;
+} co_tnode;
+
+typedef struct {
+    co_tnode *node;
+    int32_t *stack, *wv, *order, *cstart;
+    int64_t *we;
+} co_tarjan;
+
+/* Tarjan's components of the states with in[s] (iteratively: wv/we are the explicit call
+ * stack); node[s].comp numbers them (-1 outside), order lists each component's states
+ * contiguously from cstart[c]. Returns the number of components. */
+static int32_t tarjan(int64_t n, const int64_t *first, const int32_t *dst, const uint8_t *in,
+                      co_tarjan *t) {
+    int32_t counter = 0, ncomp = 0, sp = 0, placed = 0;
+    co_tnode *node = t->node;
+    for (int64_t s = 0; s < n; s++) {
+        node[s].index = in[s] ? -1 : -2;
+        node[s].comp = -1;
+    }
+    for (int64_t root = 0; root < n; root++) {
+        if (node[root].index != -1) continue;
+        node[root].index = node[root].low = counter++;
+        t->stack[sp++] = (int32_t)root;
+        t->wv[0] = (int32_t)root;
+        t->we[0] = first[root];
+        int32_t depth = 1;
+        while (depth > 0) {
+            int32_t v = t->wv[depth - 1];
+            int64_t e = t->we[depth - 1], end = first[v + 1];
+            bool descended = false;
+            int32_t low = node[v].low;
+            while (e < end) {
+                int32_t w = dst[e++];
+                co_tnode *nw = &node[w];
+                if (nw->index == -2) continue;
+                if (nw->index == -1) {
+                    node[v].low = low;
+                    t->we[depth - 1] = e;
+                    nw->index = nw->low = counter++;
+                    t->stack[sp++] = w;
+                    t->wv[depth] = w;
+                    t->we[depth] = first[w];
+                    depth++;
+                    descended = true;
+                    break;
+                }
+                if (nw->comp == -1 && nw->index < low) low = nw->index;
+            }
+            if (descended) continue;
+            node[v].low = low;
+            depth--;
+            if (depth > 0) {
+                int32_t u = t->wv[depth - 1];
+                if (low < node[u].low) node[u].low = low;
+            }
+            if (low == node[v].index) {
+                t->cstart[ncomp] = placed;
+                for (;;) {
+                    int32_t w = t->stack[--sp];
+                    node[w].comp = ncomp;
+                    t->order[placed++] = w;
+                    if (w == v) break;
+                }
+                ncomp++;
+            }
+        }
+    }
+    t->cstart[ncomp] = placed;
+    return ncomp;
+}
+
+int64_t co_alg_fair_sets(int64_t n, const int64_t *first, const int32_t *dst,
+                         const int32_t *task, int64_t ntasks, const uint8_t *strong,
+                         const uint8_t *allowed, int32_t *label) {
+    size_t nn = (size_t)(n > 0 ? n : 1), nt = (size_t)(ntasks > 0 ? ntasks : 1);
+    co_tarjan t = {malloc(nn * sizeof(co_tnode)), malloc(nn * 4), malloc(nn * 4),
+                   malloc(nn * 4), malloc((nn + 1) * 4), malloc(nn * 8)};
+    uint8_t *in = malloc(nn), *next = malloc(nn);
+    int32_t *cnt = calloc(nt, 4), *touched = malloc(nt * 4);
+    int64_t *seen = malloc(nt * 8), *taken = calloc(nt, 8), *bad = calloc(nt, 8);
+    int64_t count = -1;
+    if (!t.node || !t.stack || !t.wv || !t.order || !t.cstart || !t.we || !in || !next ||
+        !cnt || !touched || !seen || !taken || !bad)
+        goto out;
+    count = 0;
+    for (int64_t s = 0; s < n; s++) {
+        label[s] = -1;
+        in[s] = allowed == NULL || allowed[s];
+    }
+    for (size_t i = 0; i < nt; i++) seen[i] = -1;
+    int64_t stamp = 0;
+    for (;;) { /* a round: the components of `in`; the refined rest goes to the next one */
+        int32_t ncomp = tarjan(n, first, dst, in, &t);
+        bool again = false;
+        memset(next, 0, nn);
+        for (int32_t c = 0; c < ncomp; c++) {
+            stamp++;
+            int32_t a = t.cstart[c], b = t.cstart[c + 1], ntouched = 0;
+            for (int32_t i = a; i < b; i++) {
+                int32_t s = t.order[i];
+                for (int64_t e = first[s]; e < first[s + 1]; e++) {
+                    int32_t k = task[e];
+                    if (k < 0) continue;
+                    if (seen[k] != s) {
+                        if (cnt[k] == 0) touched[ntouched++] = k;
+                        seen[k] = s;
+                        cnt[k]++;
+                    }
+                    if (t.node[dst[e]].comp == c) taken[k] = stamp;
+                }
+            }
+            bool weak_ok = true, any_bad = false;
+            for (int32_t j = 0; j < ntouched; j++) {
+                int32_t k = touched[j];
+                if (taken[k] == stamp) continue;
+                if (strong[k]) {
+                    bad[k] = stamp;
+                    any_bad = true;
+                } else if (cnt[k] == b - a) {
+                    weak_ok = false;
+                }
+            }
+            for (int32_t j = 0; j < ntouched; j++) {
+                cnt[touched[j]] = 0;
+                seen[touched[j]] = -1;
+            }
+            if (!weak_ok) continue;
+            if (!any_bad) {
+                for (int32_t i = a; i < b; i++) label[t.order[i]] = (int32_t)count;
+                count++;
+                continue;
+            }
+            /* NOTE(strong-fairness): drop the states that enable a failing strong task */
+            for (int32_t i = a; i < b; i++) {
+                int32_t s = t.order[i];
+                bool keep = true;
+                for (int64_t e = first[s]; e < first[s + 1] && keep; e++)
+                    if (task[e] >= 0 && bad[task[e]] == stamp) keep = false;
+                if (keep) {
+                    next[s] = 1;
+                    again = true;
+                }
+            }
+        }
+        if (!again) break;
+        memcpy(in, next, nn);
+    }
+out:
+    free(t.node); free(t.stack); free(t.wv); free(t.order); free(t.cstart); free(t.we);
+    free(in); free(next); free(cnt);
+    free(touched); free(seen); free(taken); free(bad);
+    return count;
+}
+
 /* ------------------------------------------------------------------ the table */
 
 static void *reserve(uint64_t bytes) {

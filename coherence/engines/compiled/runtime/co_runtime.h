@@ -104,5 +104,16 @@ void co_parents(int32_t *out);
 int co_state_at(uint64_t id, uint64_t *out_words);
 int co_live_instances(void);
 int co_live_table(uint8_t *goal, uint8_t *premise, int64_t *err_state);
+/* The liveness checks' graph algorithms (coherence/liveness/graph.py defines them) on
+ * compressed rows; allowed may be NULL (every state); -1: out of memory. */
+void co_alg_reverse(int64_t n, const int64_t *first, const int32_t *dst, int64_t *rfirst,
+                    int32_t *rsrc);
+int co_alg_backward(int64_t n, const int64_t *rfirst, const int32_t *rsrc,
+                    const uint8_t *targets, const uint8_t *allowed, uint8_t *seen);
+int co_alg_forward(int64_t n, const int64_t *first, const int32_t *dst,
+                   const uint8_t *sources, const uint8_t *allowed, uint8_t *seen);
+int64_t co_alg_fair_sets(int64_t n, const int64_t *first, const int32_t *dst,
+                         const int32_t *task, int64_t ntasks, const uint8_t *strong,
+                         const uint8_t *allowed, int32_t *label);
 
 #endif
