@@ -299,7 +299,8 @@ def test_bench_measures_liveness_beside_safety_in_fresh_processes() -> None:
     assert runs["safety-symmetry"]["states"] == 138
     assert runs["liveness"]["edges"] > runs["liveness"]["states"]
     assert all(m["peak_rss_bytes"] > 0 and m["verdict"] == "holds" for m in runs.values())
-    assert row["time_ratio_vs_symmetry"] is not None
+    assert row["time_ratio_vs_symmetry"] is not None and row["check_time_ratio"] is not None
+    assert runs["check-liveness"]["states"] == 138  # the safety search's, with symmetry
 
 
 def test_the_compiled_engine_builds_its_own_liveness_graph() -> None:

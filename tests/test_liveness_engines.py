@@ -24,6 +24,7 @@ from coherence.layout import Layout
 from coherence.liveness import check_liveness
 from coherence.liveness import reference as ref_graph
 from coherence.liveness.built import Built, instances
+from coherence.liveness.check import representatives
 from coherence.liveness.graph import UNFAIR, Graph, PythonAlgorithms
 from coherence.liveness.tasks import TaskKeys
 from coherence.mutants import find_mutants, parse_header
@@ -296,3 +297,34 @@ def test_c_algorithms_equal_the_python_definitions(c_library, case) -> None:  # 
         lp, np_, fp = py.fair_sets(g, region)
         lc, nc, fc = c.fair_sets(g, region)
         assert partition(lp) == partition(lc) and np_ == nc and fp == fc
+
+
+# ---------------------------------------------------------------- binder orbits (symmetry)
+
+
+def test_representatives_keep_one_binder_tuple_per_orbit() -> None:
+    text = ERRING.replace("liveness bad: forall a: agent :: C[a].state == W ~> H.x == 0;",
+                          "liveness two: forall a: agent, b: agent :: C[a].state == W ~> "
+                          "C[b].state != W;\nliveness one: forall a: agent :: "
+                          "C[a].state == W ~> C[a].state == D;").replace(
+        "param agents = 2;", "param agents = 3;")
+    model = load_spec_text(text, "r.coh")
+    kept = {(i.prop.name, i.values) for i in representatives(instances(model))}
+    assert kept == {("two", (0, 0)), ("two", (0, 1)), ("one", (0,))}
+
+
+SYMMETRIC_CASES = [*[(p, None) for p in LIVELOCKS],
+                   *[(ROOT / "specs" / s, 2) for s in BUNDLED]]
+
+
+@pytest.mark.parametrize(("path", "agents"), SYMMETRIC_CASES,
+                         ids=[p.stem for p, _ in SYMMETRIC_CASES])
+def test_checking_one_instance_per_orbit_gives_every_verdict(path: Path,
+                                                             agents: int | None) -> None:
+    model = mutant(path) if agents is None else bundled(path.name, agents)
+    every = check_liveness(model, CheckOptions(symmetry=False), compiled_builder())
+    orbits = check_liveness(model, CheckOptions(symmetry=True), compiled_builder())
+    assert {f.name for f in orbits.failures} == {f.name for f in every.failures}
+    assert every.skipped == 0
+    binders = any(p.binders for p in model.liveness)
+    assert (orbits.skipped > 0) == (binders and model.agents > 1)

@@ -80,14 +80,17 @@ def run(engine: Engine, model: ir.Model, options: CheckOptions | None = None) ->
         opts = attrs.evolve(options, symmetry=False)
         result = _finish(engine, sem, layout, opts, engine.explore(explored, layout, opts),
                          [*notes, NOT_SYMMETRIC], witnesses)
-    return with_liveness(model, options, result, getattr(engine, "liveness_graph", None))
+    return with_liveness(model, options, result, getattr(engine, "liveness_graph", None),
+                         opts.symmetry)
 
 
 def with_liveness(model: ir.Model, options: CheckOptions, result: CheckResult,
-                  builder: GraphBuilder | None = None) -> CheckResult:
+                  builder: GraphBuilder | None = None,
+                  symmetric: bool | None = None) -> CheckResult:
     """The safety result with the spec's liveness properties checked on the state graph (by
     ``coherence.liveness``, on the graph ``builder`` builds: the engine's own where it can
-    store one, else the reference engine's), when asked."""
+    store one, else the reference engine's), when asked; ``symmetric``: whether the model
+    passed the symmetry audit (NOTE(liveness-symmetry))."""
     if not model.liveness or not options.liveness:
         return result  # the command line says they were not checked (commands.report)
     ir.refuse_hierarchical(model, "liveness checking (--liveness)")
@@ -97,7 +100,7 @@ def with_liveness(model: ir.Model, options: CheckOptions, result: CheckResult,
                             "did not finish)")
         return result
     from coherence.liveness import SYMMETRY_NOTE, check_liveness
-    live = check_liveness(model, options, builder)
+    live = check_liveness(model, options, builder, symmetric)
     result.properties = [*result.properties, *names]
     result.failures = [*result.failures, *live.failures]
     notes = [f"liveness: {live.states:,} states and {live.edges:,} edges stored in "
@@ -105,6 +108,9 @@ def with_liveness(model: ir.Model, options: CheckOptions, result: CheckResult,
              f"{live.engine}"]
     if options.symmetry and model.agents > 1:
         notes.append(SYMMETRY_NOTE)
+    if live.skipped:
+        notes.append(f"liveness: {live.skipped} instances with agent binders decided by a "
+                     "renamed one (the model is symmetric: docs/language.md, 'Liveness')")
     result.notes += notes
     if live.failures:
         result.verdict = "fails"

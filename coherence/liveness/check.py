@@ -20,6 +20,13 @@ NOTE(liveness-symmetry): the graph is built without symmetry reduction. AG EF of
 predicate would survive the quotient (it is a bisimulation), but weak fairness does not: a
 task's identity names agents, and along a path of canonical states the names are permuted at
 every step, so "the same task enabled forever" cannot be read off the quotient graph.
+Symmetry is used in one sound way (``representatives``): when the model is symmetric, the
+instances of a property whose agent binders are renamings of each other have one verdict, so
+one of each orbit is checked. Agents are a scalarset (no agent literals, order or arithmetic),
+so P and Q are invariant under renaming every agent, binder values included; in a symmetric
+model each renaming maps the graph onto itself, initial states to initial states, and each
+fairness task to a task (of the renamed agent or message, as weak or strong as before), so it
+maps a fair run breaking instance v to a fair run breaking the renamed instance.
 """
 
 from __future__ import annotations
@@ -68,15 +75,22 @@ class LivenessResult:
     stopped: str | None
     checked: list[str]
     engine: str = "reference"  # the engine that built the graph
+    skipped: int = 0  # instances decided by a renamed one (NOTE(liveness-symmetry))
 
 
 def check_liveness(model: ir.Model, options: CheckOptions,
-                   builder: GraphBuilder | None = None) -> LivenessResult:
+                   builder: GraphBuilder | None = None,
+                   symmetric: bool | None = None) -> LivenessResult:
     """Every liveness property of ``model`` on the state graph that ``builder`` (default: the
-    reference engine's) builds."""
+    reference engine's) builds. With ``options.symmetry``, instances that are renamings of
+    one another are checked once if the model is ``symmetric`` (None: audited here, as the
+    safety search audits it; NOTE(liveness-symmetry))."""
     start = time.perf_counter()
     layout = Layout(model)
     insts = instances(model)
+    if symmetric is None:
+        symmetric = options.symmetry and model.agents > 1 and _audit(model)
+    checked = representatives(insts) if options.symmetry and symmetric else insts
     with (builder or reference.build)(model, layout, insts, options, start) as built:
         g = built.graph
         failures: list[Failure] = []
@@ -91,7 +105,7 @@ def check_liveness(model: ir.Model, options: CheckOptions,
                                                                       built.state(state),
                                                                       layout),
                                         steps, None, ("error", name)))
-            todo = [inst for inst in insts if inst.prop.name not in done]
+            todo = [inst for inst in checked if inst.prop.name not in done]
 
             def verdict(inst: Instance) -> _Verdict | None:
                 if inst.prop.kind is ir.LivenessKind.REACHABLE:
@@ -115,7 +129,39 @@ def check_liveness(model: ir.Model, options: CheckOptions,
         states = built.states if built.states >= 0 else g.n
         return LivenessResult(failures, states, len(g.dst),
                               time.perf_counter() - start, peak_rss_bytes(), graph_bytes,
-                              built.stopped, [p.name for p in model.liveness], built.engine)
+                              built.stopped, [p.name for p in model.liveness], built.engine,
+                              len(insts) - len(checked))
+
+
+def _audit(model: ir.Model) -> bool:
+    from coherence.engines.driver import symmetry_is_sound
+    from coherence.symmetry import Symmetry
+
+    sem = Semantics(model)
+    return symmetry_is_sound(sem, Symmetry(sem))
+
+
+def representatives(insts: list[Instance]) -> list[Instance]:
+    """One instance per orbit of its binder values under agent renamings
+    (NOTE(liveness-symmetry)): those whose agent values (of ``agent`` binders, and of
+    ``node`` binders other than the home) appear in first-use order 0, 1, 2, ...; every other
+    binder value is kept as it is."""
+    out = []
+    for inst in insts:
+        nxt = 0
+        seen: dict[int, int] = {}
+        canonical = True
+        for b, v in zip(inst.prop.binders, inst.values, strict=True):
+            if isinstance(b.type, ir.AgentT) or (isinstance(b.type, ir.NodeT)
+                                                and v < b.type.n):
+                if v not in seen:
+                    seen[v] = nxt
+                    nxt += 1
+                if seen[v] != v:
+                    canonical = False
+        if canonical:
+            out.append(inst)
+    return out
 
 
 def _error_message(sem: Semantics, insts: list[Instance], name: str, packed: int,
