@@ -14,7 +14,8 @@ from coherence.errors import Span, SpecError, read_source
 from coherence.hw.environments import ENVIRONMENTS
 from coherence.litmus.catalogue import find_test
 from coherence.litmus.compare import Comparison, compare
-from coherence.litmus.model import DEFAULT_CORE, model_overrides, program_key, run_on_model
+from coherence.litmus.model import DEFAULT_CORE, program_key, run_on_model
+from coherence.litmus.place import load_for_test
 from coherence.litmus.program import Litmus, Outcome, holds, outcome_dict
 from coherence.litmus.sc import sc_outcomes
 from coherence.litmus.variants import apply_variant
@@ -59,7 +60,10 @@ def observed(test: Litmus, hist: dict[str, int]) -> dict[Outcome, int]:
 
 
 class Verdicts:
-    """Model runs are cached per (spec, compiled program): many variants share one."""
+    """Model runs are cached per (spec, compiled program): many variants share one.
+
+    A hierarchical spec runs each test with its threads on processors of one GPU (the default
+    placement, ``same-gpu``): the results compared are one GPU's, its roles on distinct SMs."""
 
     def __init__(self, specs: list[str], core: str = DEFAULT_CORE,
                  params: dict[str, int] | None = None) -> None:
@@ -69,12 +73,11 @@ class Verdicts:
         self._cache: dict[tuple, set[Outcome]] = {}
 
     def allowed(self, spec: str, test: Litmus) -> set[Outcome]:
-        from coherence.spec.load import load_spec
-
-        model = load_spec(spec, {**self.params, **model_overrides(test)})
-        key = (spec, program_key(model, test))
+        model, where = load_for_test(spec, self.params, test)
+        key = (spec, program_key(model, test), where.nodes)
         if key not in self._cache:
-            self._cache[key] = run_on_model(model, test, core=self.core).outcomes
+            self._cache[key] = run_on_model(model, test, core=self.core,
+                                            nodes=where.nodes).outcomes
         return self._cache[key]
 
     def compare(self, result: dict[str, Any]) -> tuple[Litmus, list[Comparison]]:
