@@ -19,6 +19,7 @@ from pathlib import Path
 
 import attrs
 import pytest
+from helpers import flat_specs
 
 from coherence.engines.cgen.cmodel import CodegenError
 from coherence.engines.cgen.codegen import generate
@@ -30,7 +31,7 @@ from coherence.spec.load import load_spec, load_spec_text
 from coherence.symmetry import Symmetry
 
 ROOT = Path(__file__).parent.parent
-SPECS = sorted((ROOT / "specs").glob("*.coh"))
+SPECS = flat_specs(ROOT / "specs")  # hierarchical specs: tests/test_hier_*.py
 MUTANTS = sorted((ROOT / "specs" / "mutants").glob("*.coh"))
 GOLDEN = sorted((ROOT / "tests" / "specs" / "golden").glob("*.coh"))
 ALL = SPECS + MUTANTS + GOLDEN

@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers import flat_specs
 
 from coherence import load_spec
 from coherence.cli import main
@@ -28,7 +29,7 @@ from coherence.spec.select import drop_properties
 pytestmark = pytest.mark.skipif(not rumur_available(), reason="rumur and cc are needed")
 
 ROOT = Path(__file__).resolve().parent.parent
-SPECS = sorted((ROOT / "specs").glob("*.coh"))
+SPECS = flat_specs(ROOT / "specs")  # hierarchical specs: tests/test_hier_*.py
 MUTANTS = sorted((ROOT / "specs" / "mutants").glob("*.coh"))
 # The default tier keeps one mutant per base spec but the Primer directory protocols (their
 # Rumur builds took 25-80 s each on the shared machine; the slow tier has them all).
