@@ -29,6 +29,33 @@ def params_note(model: ir.Model) -> str:
     return ", ".join(f"{p.name}={p.value}" for p in model.params)
 
 
+def machine_heading(machine: ir.Machine) -> str:
+    """``L1[g: gpu, s: sm]`` for a hierarchy's machine, else the name."""
+    if not machine.indices:
+        return machine.name
+    return f"{machine.name}[{', '.join(f'{f.name}: {f.type}' for f in machine.indices)}]"
+
+
+def replication(model: ir.Model, machine: ir.Machine) -> str:
+    """How many instances of the machine run, in words."""
+    if machine.kind is ir.MachineKind.CACHE:
+        return "cache controller, one per agent"
+    if machine.kind is ir.MachineKind.HOME:
+        return "home controller, one per line"
+    count = 1
+    for f in machine.indices:
+        count *= f.type.size()
+    per = " and ".join(str(f.type) for f in machine.indices)
+    text = (f"one per {per} ({count} instance{'s' if count != 1 else ''})" if per
+            else "one instance")
+    if model.lines > 1:
+        text += ", per line"
+    processor = ir.event_machine(model)
+    if processor is not None and processor.name == machine.name:
+        text += "; the processors"
+    return text
+
+
 def event_text(model: ir.Model, t: ir.Transition, printer: Printer) -> tuple[str, str]:
     """The trigger of a transition as text, and its colour."""
     if t.kind is ir.TransitionKind.MESSAGE:
@@ -77,10 +104,9 @@ def transition_label(model: ir.Model, t: ir.Transition, printer: Printer,
 def machine_graph(model: ir.Model, machine: ir.Machine) -> graphviz.Digraph:
     """The controller FSM of one machine."""
     printer = Printer(model, machine)
-    kind = "cache controller, one per agent" if machine.kind is ir.MachineKind.CACHE else \
-        "home controller, one per line"
+    kind = replication(model, machine)
     var_text = "; ".join(f"{v.name}: {v.type} = {printer.expr(v.init)}" for v in machine.vars)
-    title = (f"<<b>{html(machine.name)}</b> — {kind}<br/>"
+    title = (f"<<b>{html(machine_heading(machine))}</b> — {html(kind)}<br/>"
              f'<font point-size="10">{html(Path(model.file).name)} ({html(params_note(model))})'
              + (f"<br/>vars: {html(var_text)}" if var_text else "")
              + '<br/><font color="#1f4e9c">blue: processor event</font> · '
@@ -123,7 +149,9 @@ def machine_graph(model: ir.Model, machine: ir.Machine) -> graphviz.Digraph:
 
 
 def spec_graphs(model: ir.Model) -> list[tuple[str, graphviz.Digraph]]:
-    """(file stem, graph) for every machine of the spec, home first."""
+    """(file stem, graph) for every machine of the spec: home first, or a hierarchy's in
+    declaration order."""
     stem = Path(model.file).stem
-    ordered = sorted(model.machines, key=lambda m: (m.kind is not ir.MachineKind.HOME, m.name))
+    ordered = list(model.machines) if model.is_hierarchical else sorted(
+        model.machines, key=lambda m: (m.kind is not ir.MachineKind.HOME, m.name))
     return [(f"{stem}.fsm.{m.name}", machine_graph(model, m)) for m in ordered]

@@ -34,7 +34,7 @@ MESSAGE_COLOUR = "#1f4e9c"
 BUS_COLOUR = "#2e7d32"
 ERROR_COLOUR = "#c62828"
 LIFELINE = "#9e9e9e"
-_PERFORM = re.compile(r"performs (load|store): (\S+) (?:load returns|store of) (\S+)$")
+_PERFORM = re.compile(r"performs (load|store): (.+?) (?:load returns|store of) (\S+)$")
 
 
 @attrs.frozen
@@ -66,14 +66,81 @@ def _loop_note(failure: TraceFailure) -> str:
 
 
 def lanes(model: ir.Model) -> list[str]:
-    """Lane names, the home in the middle so that most arrows are short."""
+    """Lane names, the home in the middle so that most arrows are short; a hierarchy's
+    instances grouped by level (``hierarchy_lanes``)."""
+    if model.is_hierarchical:
+        return [lane.name for lane in hierarchy_lanes(model)]
     caches = [f"{c.name}[{a}]" for c in model.caches for a in range(model.agents)]
     home = [model.home.name] if model.home is not None else []
     half = (len(caches) + 1) // 2
     return caches[:half] + home + caches[half:]
 
 
+@attrs.frozen
+class Lane:
+    """One machine instance of a hierarchy: its name (as traces write it), its machine, and
+    the index values that place it: ``(("gpu", 0), ("sm", 1))`` for ``L1[0, 1]``."""
+
+    name: str
+    machine: ir.Machine
+    path: tuple[tuple[str, int], ...]
+
+
+def hierarchy_lanes(model: ir.Model) -> list[Lane]:
+    """NOTE(hierarchy-lanes): one lane per machine instance, grouped by level: the instances
+    that share leading index values sit together, the most deeply indexed first (the L1s of a
+    GPU, then its L2), and machines with no index (memory) come last. Within a group, machines
+    keep their declaration order."""
+    sem = Semantics(model)
+    position = {t.name: k for k, t in enumerate(model.indexes)}
+    order = {m.name: k for k, m in enumerate(model.machines)}
+    beyond = len(model.indexes)
+    out: list[tuple[tuple[tuple[int, int], ...], Lane]] = []
+    for inst in sem.instances:
+        machine = sem.node_machine[inst.node]
+        path = tuple((f.type.name, v) for f, v in zip(machine.indices, inst.values, strict=True)
+                     if isinstance(f.type, ir.IndexT))
+        key = (*((position[t], v) for t, v in path), (beyond, order[machine.name]))
+        out.append((key, Lane(sem.node_name(inst.node), machine, path)))
+    return [lane for _key, lane in sorted(out, key=lambda kv: kv[0])]
+
+
+@attrs.frozen
+class Group:
+    """Consecutive lanes that share leading index values (``gpu 0``), drawn as one box;
+    ``depth`` is how many values they share."""
+
+    label: str
+    first: int
+    last: int
+    depth: int
+
+
+def lane_groups(lanes_: Sequence[Lane]) -> list[Group]:
+    """The boxes around lanes of one GPU (and deeper): every prefix of index values shared by
+    two or more lanes, outermost first; a prefix that holds the same lanes as a shorter one
+    adds no box."""
+    groups: list[Group] = []
+    deepest = max((len(lane.path) for lane in lanes_), default=0)
+    seen: set[tuple[int, int]] = set()
+    for depth in range(1, deepest + 1):
+        i = 0
+        while i < len(lanes_):
+            prefix = lanes_[i].path[:depth]
+            j = i
+            while (j + 1 < len(lanes_) and len(prefix) == depth
+                   and lanes_[j + 1].path[:depth] == prefix):
+                j += 1
+            if len(prefix) == depth and j > i and (i, j) not in seen:
+                seen.add((i, j))
+                groups.append(Group(" · ".join(f"{t} {v}" for t, v in prefix), i, j, depth))
+            i = j + 1
+    return groups
+
+
 def initial_states(model: ir.Model) -> dict[str, str]:
+    if model.is_hierarchical:
+        return {lane.name: lane.machine.init_state for lane in hierarchy_lanes(model)}
     out = {}
     for c in model.caches:
         for a in range(model.agents):
@@ -179,6 +246,13 @@ LINE_H = 0.2
 BOX_PAD_H = 0.3
 ROW_GAP = 0.45
 LANE_GAP = 0.5
+# a hierarchy's lane groups (NOTE(hierarchy-lanes)): extra room between groups, the margin
+# of a group's box around its lanes (more for outer boxes), room for its label
+GROUP_GAP = 0.4
+GROUP_PAD = 0.12
+GROUP_LABEL_H = 0.3
+GROUP_FILL = "#1f4e9c0d"
+GROUP_COLOUR = "#5c6f8a"
 
 
 def _text_len(label: str) -> int:
@@ -226,6 +300,7 @@ def _label_place(boxes: list[tuple[float, float, float, float]], segments: list[
 def chart(model: ir.Model, failure: TraceFailure, source: str) -> graphviz.Digraph:
     """The message-sequence chart of one counterexample."""
     names = lanes(model)
+    groups = lane_groups(hierarchy_lanes(model)) if model.is_hierarchical else []
     for step in failure.trace:
         if step.actor not in names:
             raise ValueError(f"step {step.index}: {step.actor!r} is not a machine of this spec "
@@ -239,7 +314,8 @@ def chart(model: ir.Model, failure: TraceFailure, source: str) -> graphviz.Digra
              f"{n} {'step' if n == 1 else 'steps'}{_loop_note(failure)}<br/>"
              f'<font color="{MESSAGE_COLOUR}">network message</font> · '
              f'<font color="{BUS_COLOUR}">atomic bus</font> · dashed: still in flight'
-             "</font>>")
+             + (" · a box per group of lanes that share index values" if groups else "")
+             + "</font>>")
 
     # ---- contents: a label per (lane, row) where something happens
     labels: dict[tuple[int, int], str] = {}
@@ -298,9 +374,11 @@ def chart(model: ir.Model, failure: TraceFailure, source: str) -> graphviz.Digra
     widths = [max(_text_len(labels[(i, r)]) for r in range(end + 1) if (i, r) in labels)
               * CHAR_W + 0.3 for i in range(len(names))]
     longest = max((len(a[4]) for a in arrows), default=0) * CHAR_W * 0.85
+    starts = {g.first for g in groups} | {g.last + 1 for g in groups}  # a box's edge
     xs = [0.0]
     for i in range(1, len(names)):
-        xs.append(xs[-1] + (widths[i - 1] + widths[i]) / 2 + max(LANE_GAP, longest + 0.3))
+        gap = max(LANE_GAP, longest + 0.3) + (GROUP_GAP if i in starts else 0.0)
+        xs.append(xs[-1] + (widths[i - 1] + widths[i]) / 2 + gap)
     heights = [max(_lines(labels[(i, r)]) * LINE_H + BOX_PAD_H
                    for i in range(len(names)) if (i, r) in labels) if any(
         (i, r) in labels for i in range(len(names))) else 0.1 for r in range(end + 1)]
@@ -310,6 +388,18 @@ def chart(model: ir.Model, failure: TraceFailure, source: str) -> graphviz.Digra
 
     g = new_graph("msc", title)
     g.attr(layout="neato", splines="false", overlap="true", outputorder="edgesfirst")
+    deepest = max((gr.depth for gr in groups), default=0)
+    for k, gr in enumerate(groups):  # first, so that the lanes' boxes are drawn over them
+        pad = GROUP_PAD * (1 + deepest - gr.depth)
+        left = xs[gr.first] - widths[gr.first] / 2 - pad
+        right = xs[gr.last] + widths[gr.last] / 2 + pad
+        top = ys[0] + heights[0] / 2 + pad + GROUP_LABEL_H
+        bottom = ys[end] - heights[end] / 2 - pad
+        g.node(f"group{k}", label=html(gr.label), shape="box", style="rounded,dashed,filled",
+               fillcolor=GROUP_FILL, color=GROUP_COLOUR, fontcolor=GROUP_COLOUR,
+               fontsize="12", labelloc="t", fixedsize="true", width=f"{right - left:.3f}",
+               height=f"{top - bottom:.3f}", pos=f"{(left + right) / 2:.3f},"
+               f"{(top + bottom) / 2:.3f}!")
 
     def pos(i: int, r: int) -> str:
         return f"{xs[i]:.3f},{ys[r]:.3f}!"

@@ -130,8 +130,26 @@ class Printer:
                 text = (f"if {self.expr(e.cond)} then {self.expr(e.then)} else "
                         f"{self.expr(e.orelse)}")
                 return f"({text})" if prec > 0 else text
+            case ir.NodeOf():
+                if not e.indices:
+                    return e.machine
+                return f"{e.machine}[{', '.join(self.expr(x) for x in e.indices)}]"
+            case ir.NodeIndex():
+                return self.node_index(e)
+            case ir.NodeIs():
+                text = f"{self.expr(e.node, 9)} is {e.machine}"
+                return f"({text})" if prec > 5 else text
             case _:
                 assert_never(e)
+
+    def node_index(self, e: ir.NodeIndex) -> str:
+        """``msg.src.sm``; the printing machine's own index reads as its binder name (``g`` in
+        ``machine L2[g: gpu]``), as the spec writes it."""
+        if isinstance(e.node, ir.SelfId) and self.machine is not None:
+            for f in self.machine.indices:
+                if isinstance(f.type, ir.IndexT) and f.type.name == e.index:
+                    return f.name
+        return f"{self.expr(e.node, 9)}.{e.index}"
 
     def lit(self, e: ir.Lit) -> str:
         v, t = e.value, e.type
@@ -154,6 +172,8 @@ class Printer:
             return "" if own else f"{machine}."
         if isinstance(agent, ir.SelfId) and own:
             return ""
+        if isinstance(agent, ir.NodeOf) and agent.machine == machine:
+            return f"{self.expr(agent)}."  # a hierarchy's instance: L2[g].
         return f"{machine}[{self.expr(agent)}]."
 
     # ------------------------------------------------------------ statements
@@ -187,6 +207,11 @@ class Printer:
             case ir.Broadcast():
                 exc = f" except {self.expr(s.exclude)}" if s.exclude is not None else ""
                 return f"broadcast {self.message(s.message, s.args)}{exc}"
+            case ir.Multicast():
+                exc = f" except {self.expr(s.exclude)}" if s.exclude is not None else ""
+                to = s.machine + (f"[{', '.join(self.expr(x) for x in s.prefix)}]"
+                                  if s.prefix else "")
+                return f"broadcast {self.message(s.message, s.args)} to {to}{exc}"
             case ir.Perform():
                 by = ""
                 if not (isinstance(s.agent, ir.SelfId)):

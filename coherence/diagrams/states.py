@@ -31,7 +31,7 @@ from coherence.diagrams.render import html, new_graph
 from coherence.encode import encode
 from coherence.explore import Search, StateLimit, bfs
 from coherence.semantics import UNDEF, Outcome, Semantics, State
-from coherence.symmetry import Symmetry
+from coherence.symmetry import has_symmetry, make_symmetry
 from coherence.trace import Formatter
 
 BAD_FILL = "#ffcdd2"
@@ -72,7 +72,7 @@ def explore(model: ir.Model, max_nodes: int = DEFAULT_MAX_NODES,
             symmetry: bool = True) -> StateGraph:
     """Breadth-first exploration of every reachable (canonical) state; raises TooLarge."""
     sem = Semantics(without_monitors(model))
-    sym = Symmetry(sem) if symmetry and model.agents > 1 else None
+    sym = make_symmetry(sem) if symmetry and has_symmetry(model) else None
 
     def canon(s: State) -> bytes:
         return sym.canonical(s)[0] if sym is not None else encode(s)
@@ -129,7 +129,8 @@ def action_label(sem: Semantics, fmt: Formatter, out: Outcome) -> str:
     act = out.action
     machine = sem.model.machine(act.machine)
     tr = machine.transitions[act.transition]
-    who = machine.name if act.agent is None else f"{act.agent}"
+    who = machine.name if act.agent is None else (
+        sem.node_name(act.agent) if sem.hier else f"{act.agent}")
     line = f"@{act.line}" if sem.model.lines > 1 else ""
     if act.kind == ir.TransitionKind.MESSAGE:
         _line, _src, _dst, t, fields = act.msg
@@ -149,6 +150,11 @@ def state_label(sem: Semantics, fmt: Formatter, state: State) -> list[str]:
                                                                        strict=True) if x != UNDEF]
         if parts:
             out.append(prefix + " ".join(parts))
+        if sem.hier:  # every instance by its name, in node order (NOTE(hierarchy-nodes))
+            for node, c in enumerate(caches):
+                out.append(prefix + _machine_text(sem.node_machine[node], sem.node_name(node),
+                                                  c, fmt))
+            continue
         if sem.home is not None and h:
             out.append(prefix + _machine_text(sem.home, sem.home.name, h, fmt))
         if sem.cache is not None:
@@ -162,6 +168,8 @@ def state_label(sem: Semantics, fmt: Formatter, state: State) -> list[str]:
 
 
 def _node(sem: Semantics, v: int) -> str:
+    if sem.hier:
+        return sem.node_name(v)
     return sem.home.name if sem.home is not None and v == sem.home_id else str(v)
 
 
@@ -184,7 +192,11 @@ def graph(model: ir.Model, sg: StateGraph, symmetry: bool = True) -> graphviz.Di
     fmt = Formatter(sem)
     cache = model.caches[0].name if model.caches else "agent"
     names = f"caches are {cache} 0..{model.agents - 1}" if model.caches else ""
-    sym = "symmetry-reduced" if symmetry and model.agents > 1 else "no symmetry reduction"
+    reduced = symmetry and has_symmetry(model)
+    if model.is_hierarchical:
+        names = "instances " + ", ".join(_instances_text(m) for m in model.machines)
+        reduced = reduced and make_symmetry(sem) is not None
+    sym = "symmetry-reduced" if reduced else "no symmetry reduction"
     dropped = [p.name for p in model.properties]
     note = f" · not drawn: {', '.join(dropped)} (history property)" if dropped else ""
     title = (f"<<b>Reachable states</b>: {html(Path(model.file).name)} "
@@ -226,6 +238,13 @@ def graph(model: ir.Model, sg: StateGraph, symmetry: bool = True) -> graphviz.Di
             extra = {"color": PATH_COLOUR, "penwidth": "2.5", "fontcolor": PATH_COLOUR}
         g.edge(f"s{a}", dst, label="\\n".join(html_free(x) for x in labels), **extra)
     return g
+
+
+def _instances_text(machine: ir.Machine) -> str:
+    """``L1[0..1, 0..1]``: the ids a hierarchy's machine is replicated over."""
+    if not machine.indices:
+        return machine.name
+    return f"{machine.name}[{', '.join(f'0..{f.type.size() - 1}' for f in machine.indices)}]"
 
 
 def html_free(text: str) -> str:

@@ -175,7 +175,8 @@ class Run:
         if v.holds:
             return None
         message = v.message
-        for a in range(self.sem.n):  # the oracle knows agent numbers; show the spec's names
+        # the oracle knows agent numbers (a hierarchy's: processor nodes); show the spec's names
+        for a in sorted(self.sem.proc_of) if self.sem.hier else range(self.sem.n):
             message = message.replace(f"agent {a} ", f"{self.sem.node_name(a)} ")
         return Problem("coherence" if self.oracle == "coherence" else "sc", name, message)
 

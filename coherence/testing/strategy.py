@@ -64,8 +64,9 @@ def random_draw(rng: random.Random) -> Draw:
 @attrs.frozen
 class Swarm:
     """One run's configuration. ``weights`` follows ``rule_transitions`` order (0: off);
-    ``agents`` and ``lines`` are those whose requests (events, cache and home rules) are on;
-    ``delivery`` is the weight factor of message arrivals against requests."""
+    ``agents`` and ``lines`` are those whose requests (events, cache and home rules) are on
+    (agents: ``processors``' ids); ``delivery`` is the weight factor of message arrivals
+    against requests."""
 
     weights: tuple[int, ...]
     agents: frozenset[int]
@@ -100,6 +101,16 @@ def _subset(draw: Draw, n: int) -> frozenset[int]:
     return frozenset((first + k) % n for k in range(size))
 
 
+def processors(sem: Semantics) -> list[int]:
+    """The ids a swarm run may confine requests to: the agents 0..n-1, or a hierarchy's
+    processors, the nodes of the machine that handles processor events (``ir.event_machine``)
+    in monitor order. Other instances (a hierarchy's L2s and memory) are never confined, as
+    the home is not."""
+    if sem.hier:
+        return sorted(sem.proc_of, key=sem.proc_of.__getitem__)
+    return list(range(sem.n))
+
+
 class Stepper:
     """Chooses and executes steps of one model under one swarm configuration."""
 
@@ -107,6 +118,7 @@ class Stepper:
                  transitions: Sequence[ir.Transition] | None = None) -> None:
         self.sem = sem
         self.swarm = swarm
+        self.processors = frozenset(processors(sem))
         trs = rule_transitions(sem.model) if transitions is None else list(transitions)
         self.weight = {(t.machine, t.index): w * (swarm.delivery if t.kind is
                                                   ir.TransitionKind.MESSAGE else EVENT_SCALE)
@@ -147,13 +159,17 @@ class Stepper:
         if act.kind is ir.TransitionKind.MESSAGE:
             return True
         return act.line in self.swarm.lines and (act.agent is None
+                                                  or act.agent not in self.processors
                                                   or act.agent in self.swarm.agents)
 
 
 def start(draw: Draw, run: Run) -> Stepper:
     """Draw the run's swarm configuration (the run's first choices)."""
     sem = run.sem
-    swarm = draw_swarm(draw, len(run.transitions), sem.n, sem.model.lines)
+    ids = processors(sem)
+    swarm = draw_swarm(draw, len(run.transitions), len(ids), sem.model.lines)
+    if ids != list(range(len(ids))):  # a hierarchy: the k-th processor is node ids[k]
+        swarm = attrs.evolve(swarm, agents=frozenset(ids[k] for k in swarm.agents))
     return Stepper(sem, swarm, run.transitions)
 
 
