@@ -10,6 +10,11 @@ and the successor state (meaningful when ok).
 NOTE(z3-exactness): the encoding must agree with ``semantics`` exactly (not just soundly): BMC
 depths are cross-checked against the reference checker's shortest traces, and every Z3 trace is
 replayed through ``semantics`` before it is shown.
+
+NOTE(z3-hierarchy): in a hierarchical spec ``agent`` is the acting node (never None: there is
+no home) and ``caches`` has a row per node; a reference to another machine's instance
+(``L2[g].x``, ``msg.src``) is a node term, checked as the semantics checks it (undefined, or
+not an instance of the machine named) and resolved by selecting among that machine's rows.
 """
 
 from __future__ import annotations
@@ -83,9 +88,12 @@ def any_of(xs: list[Any]) -> Any:
 class Exec:
     """The symbolic ``_Env`` of one step: a copy of the state plus the path bookkeeping."""
 
+    hier = False  # NOTE(z3-hierarchy); subclasses that build their own state keep False
+
     def __init__(self, enc: Any, state: SymState, line: int) -> None:
         self.enc = enc
         self.n = enc.n
+        self.hier = enc.layout.hier
         self.line = line
         self.state = state.copy()
         self.globals, self.home, self.caches = self.state.lines[line]
@@ -150,10 +158,14 @@ class Exec:
                 slot = self.enc.var_slot[(e.machine, e.name)]
                 if e.agent is None:
                     return self.home[slot]
+                if self.hier:
+                    return self.node_row(e.agent, e.machine, c, slot)
                 return self.select_agent(self.agent_expr(e.agent, c), slot)
             case ir.MState():
                 if e.agent is None:
                     return self.home[0]
+                if self.hier:
+                    return self.node_row(e.agent, e.machine, c, 0)
                 return self.select_agent(self.agent_expr(e.agent, c), 0)
             case ir.MsgField():
                 assert self.msg is not None
@@ -176,7 +188,8 @@ class Exec:
                 if isinstance(e.type, ir.SetT):
                     for x in elems:
                         self.check(x, c)
-                    return SetV(tuple(any_of([x == a for x in elems]) for a in range(self.n)))
+                    return SetV(tuple(any_of([x == a for x in elems])
+                                      for a in range(e.type.elem.n)))
                 return elems
             case ir.Call(func="all_agents"):
                 return SetV(tuple(TRUE for _ in range(self.n)))
@@ -205,8 +218,66 @@ class Exec:
                 a = self.expr(e.then, all_of([c, cv]))
                 b = self.expr(e.orelse, all_of([c, z3.Not(cv)]))
                 return ite(cv, a, b)
+            case ir.NodeOf():
+                return self.node_of(e, c)
+            case ir.NodeIndex():
+                return self.node_index(e, c)
+            case ir.NodeIs():
+                node = self.check(self.expr(e.node, c), c)
+                return b2i(self.is_instance(node, e.machine))
             case _:
                 assert_never(e)
+
+    # ------------------------------------------------------------ nodes (NOTE(z3-hierarchy))
+
+    def node_of(self, e: ir.NodeOf, c: Any) -> Any:
+        """``Semantics._node_of``: the machine's first node plus its index values in mixed
+        radix (each one checked defined)."""
+        base, _count = self.enc.machine_nodes[e.machine]
+        sizes = [f.type.size() for f in self.enc.model.machine(e.machine).indices]
+        k: Any = num(0)
+        for x, size in zip(e.indices, sizes, strict=True):
+            v = self.check(self.expr(x, c), c)
+            k = k * size + v
+        k = k + base
+        value = conc(k)
+        return num(value) if value is not None else k
+
+    def node_index(self, e: ir.NodeIndex, c: Any) -> Any:
+        """``Semantics._node_index``: a node's value of one index type; an error when the
+        node's machine is not indexed by it."""
+        node = self.check(self.expr(e.node, c), c)
+        table = self.enc.node_index_values(e.index)
+        self.error(c, any_of([node == k for k, v in enumerate(table) if v is None]))
+        return select([undef() if v is None else num(v) for v in table], node, 0)
+
+    def is_instance(self, node: Any, machine: str) -> Any:
+        base, count = self.enc.machine_nodes[machine]
+        k = conc(node)
+        if k is not None:
+            return z3.BoolVal(base <= k < base + count)
+        return z3.And(node >= base, node < base + count)
+
+    def node_expr(self, e: ir.Expr, c: Any, machine: str | None) -> Any:
+        """``Semantics.agent_expr`` of a hierarchical spec: a defined node, an instance of
+        ``machine`` (of the processors' machine when None)."""
+        a = self.expr(e, c)
+        self.error(c, a == UNDEF_BV)
+        want = machine if machine is not None else self.enc.processor
+        if want is None:
+            self.error(c, TRUE)
+        else:
+            self.error(c, z3.Not(self.is_instance(a, want)))
+        return a
+
+    def node_row(self, e: ir.Expr, machine: str, c: Any, slot: int) -> Any:
+        """Variable ``slot`` of the instance of ``machine`` that node ``e`` names."""
+        if isinstance(e, ir.SelfId):
+            assert self.agent is not None
+            return self.caches[self.agent][slot]
+        a = self.node_expr(e, c, machine)
+        base, count = self.enc.machine_nodes[machine]
+        return select([self.caches[base + i][slot] for i in range(count)], a, base)
 
     def agent_expr(self, e: ir.Expr, c: Any) -> Any:
         a = self.expr(e, c)
@@ -366,8 +437,15 @@ class Exec:
                 self.goto = z3.If(pc, num(machine.state_index(s.state)), self.goto)
             case ir.Perform():
                 value = self.check(self.expr(s.value, pc), pc)
-                agent = self.agent_expr(s.agent, pc)
+                if self.hier:  # the monitor's entry: the processor's place among them
+                    agent = self.node_expr(s.agent, pc, None)
+                    if self.enc.processor is not None:
+                        agent = agent - self.enc.machine_nodes[self.enc.processor][0]
+                else:
+                    agent = self.agent_expr(s.agent, pc)
                 self.performs.append((pc, agent, s.kind, value))
+            case ir.Multicast():
+                self.multicast(s, pc)
             case ir.Assert():
                 cond = truth(self.check(self.expr(s.cond, pc), pc))
                 self.error(pc, z3.Not(cond))
@@ -375,6 +453,9 @@ class Exec:
                 assert_never(s)
 
     def current_machine(self) -> ir.Machine:
+        if self.hier:
+            assert self.agent is not None
+            return self.enc.layout.rows[self.agent]
         return self.enc.home if self.agent is None else self.enc.cache
 
     def assign(self, target: ir.Expr, value: Any, span: Span) -> None:
@@ -392,6 +473,9 @@ class Exec:
             slot = self.enc.var_slot[(target.machine, target.name)]
             if target.agent is None:
                 self.home[slot] = ite(cond, value, self.home[slot])
+                return
+            if self.hier:
+                self.write_row(target, slot, value, cond)
                 return
             a = self.agent_expr(target.agent, cond)
             k = conc(a)
@@ -414,6 +498,42 @@ class Exec:
             elems[i] = ite(ci, value, elems[i])
         self.write(target.base, ArrV(tuple(elems)), TRUE)
 
+    def write_row(self, target: ir.MVar, slot: int, value: Any, cond: Any) -> None:
+        """A write to another instance's (or its own) variable in a hierarchical spec."""
+        assert target.agent is not None
+        if isinstance(target.agent, ir.SelfId):
+            assert self.agent is not None
+            row = self.caches[self.agent]
+            row[slot] = ite(cond, value, row[slot])
+            return
+        a = self.node_expr(target.agent, cond, target.machine)
+        base, count = self.enc.machine_nodes[target.machine]
+        k = conc(a)
+        for i in range(base, base + count):
+            if k is not None and k != i:
+                continue
+            ci = cond if k is not None else all_of([cond, a == i])
+            self.caches[i][slot] = ite(ci, value, self.caches[i][slot])
+
+    def multicast(self, s: ir.Multicast, pc: Any) -> None:
+        """``Semantics._multicast``: to every instance of the machine whose leading index
+        values are the prefix's, but the excluded node, in node order."""
+        args = [self.expr(a, pc) for a in s.args]
+        want = [self.check(self.expr(x, pc), pc) for x in s.prefix]
+        skip = self.expr(s.exclude, pc) if s.exclude is not None else None
+        t = self.enc.msg_index[s.message]
+        base, count = self.enc.machine_nodes[s.machine]
+        inst = self.enc.instances
+        for node in range(base, base + count):
+            values = inst[node].values
+            cond = all_of([*(w == v for w, v in zip(want, values, strict=False)),
+                           *([] if skip is None else [skip != node])])
+            self.path.append(cond)
+            self.refresh()
+            self.deliver(t, args, num(node), s.span)
+            self.path.pop()
+        self.refresh()
+
     # ------------------------------------------------------------ networks
 
     def deliver(self, t: int, fields: list[Any], dst: Any, span: Span) -> None:
@@ -423,6 +543,12 @@ class Exec:
         net_i = self.enc.net_index[self.enc.model.messages[t].network]
         net = self.enc.model.networks[net_i]
         src = self.agent if self.agent is not None else self.n
+        if self.hier:  # NOTE(z3-hierarchy): the semantics' range check of each field
+            self.field_ranges(t, fields)
+            self.refresh()
+            pc = self.pc
+            if z3.is_false(pc):
+                return
         fields = fields + [num(0)] * (self.enc.layout.max_fields - len(fields))
         if net.ordering is ir.Ordering.BUS:
             self.deliver_now(t, fields, src, dst, span)
@@ -444,7 +570,7 @@ class Exec:
             return
         queues: dict[tuple[int, int, int], Queue] = self.nets[net_i]
         k = conc(dst)
-        for d in range(self.n + 1):
+        for d in range(self.enc.layout.nodes):
             if k is not None and k != d:
                 continue
             q = queues[(src, d, self.line)]
@@ -456,13 +582,21 @@ class Exec:
                 q.fields[j] = [ite(here, f, g) for f, g in zip(fields, q.fields[j], strict=True)]
             q.count = z3.If(all_of([cd, q.count < net.capacity]), q.count + 1, q.count)
 
+    def field_ranges(self, t: int, fields: list[Any]) -> None:
+        """``Semantics.deliver``: a field value outside its type's range is a model error."""
+        for f, v in zip(self.enc.model.messages[t].fields, fields, strict=True):
+            rng = range_of(f.type)
+            if rng is None or isinstance(v, (SetV, ArrV)):
+                continue
+            self.error(self.pc, z3.And(v != UNDEF_BV, z3.Or(v < rng[0], v > rng[1])))
+
     def deliver_now(self, t: int, fields: list[Any], src: int, dst: Any, span: Span) -> None:
         """Atomic bus: the receiver's transition runs inside the sender's step."""
         if self.depth > BUS_NESTING_LIMIT:
             self.error(self.pc, TRUE)
             return
         k = conc(dst)
-        targets = [k] if k is not None else list(range(self.n + 1))
+        targets = [k] if k is not None else list(range(self.enc.layout.nodes))
         for d in targets:
             if k is None:
                 self.path.append(dst == d)
@@ -474,7 +608,10 @@ class Exec:
 
     def _deliver_to(self, t: int, fields: list[Any], src: int, d: int) -> None:
         enc = self.enc
-        machine = enc.home if d == self.n else enc.cache
+        if self.hier:
+            machine: ir.Machine | None = enc.layout.rows[d]
+        else:
+            machine = enc.home if d == self.n else enc.cache
         name = enc.model.messages[t].name
         if machine is None:
             self.error(self.pc, TRUE)

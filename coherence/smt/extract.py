@@ -184,7 +184,14 @@ def describe_state(enc: Encoder, state: State) -> list[str]:
             parts += [f"{v.name}={fmt.value(v.type, x)}"
                       for v, x in zip(sem.home.vars, h[1:], strict=True)]
             out.append(f"{sem.home.name}{sfx}: " + ", ".join(parts))
-        if sem.cache is not None:
+        if sem.hier:  # NOTE(z3-hierarchy): a row per node, named by its indices
+            for node, c in enumerate(cs):
+                mach = sem.node_machine[node]
+                parts = [f"state {mach.state_type.members[c[0]]}"]
+                parts += [f"{v.name}={fmt.value(v.type, x)}"
+                          for v, x in zip(mach.vars, c[1:], strict=True)]
+                out.append(f"{sem.node_name(node)}{sfx}: " + ", ".join(parts))
+        elif sem.cache is not None:
             for a, c in enumerate(cs):
                 parts = [f"state {sem.cache.state_type.members[c[0]]}"]
                 parts += [f"{v.name}={fmt.value(v.type, x)}"
@@ -197,9 +204,10 @@ def describe_state(enc: Encoder, state: State) -> list[str]:
         if net.ordering is not ir.Ordering.BUS:
             out.append(f"network {net.name}: " + (", ".join(msgs) if msgs else "empty"))
     if state[2]:
+        node_of = {k: node for node, k in sem.proc_of.items()}  # hierarchy: processor -> node
         for line, agents in enumerate(state[2]):
             for a, (view, _fa) in enumerate(agents):
                 out.append(f"monitor{' line ' + str(line) if model.lines > 1 else ''}: "
-                           f"{fmt.node(a)} last observed the write of {view}")
+                           f"{fmt.node(node_of.get(a, a))} last observed the write of {view}")
     return out
 

@@ -6,6 +6,11 @@ holding the run-time int, with ``UNDEF`` as one more value; a set of agents is a
 an unordered network is ``capacity`` slots (valid, line, src, dst, type, fields...); a FIFO
 network is, per (src, dst, line), a count and ``capacity`` slots (type, fields...); the atomic
 bus has no state (delivery happens inside the sending step).
+
+NOTE(z3-hierarchy): a hierarchical spec's state has the semantics' shape too (NOTE(hierarchy) in
+``coherence.semantics``): no home, one row of ``caches`` per node (``ir.instances``), each row
+``(state, *vars)`` of that node's own machine; node ids 0..nodes-1 are the sources and
+destinations of messages, and the monitor has one entry per processor.
 """
 
 from __future__ import annotations
@@ -158,6 +163,13 @@ class Layout:
         self.model = model
         self.n = model.agents
         self.home_id = model.agents
+        self.hier = model.is_hierarchical
+        # NOTE(z3-hierarchy): the machine of each row of ``caches`` (legacy: the cache, once
+        # per agent), and how many nodes messages name (legacy: the agents and the home)
+        self.rows: list[ir.Machine] = (
+            [model.machine(i.machine) for i in ir.instances(model)] if self.hier
+            else [model.caches[0]] * self.n if model.caches else [])
+        self.nodes = len(self.rows) if self.hier else self.n + 1
         self.max_fields = max((len(m.fields) for m in model.messages), default=0)
         for v in self._all_vars():
             _check_type(v.type, v.span)
@@ -168,7 +180,7 @@ class Layout:
             yield from m.vars
 
     def fifo_keys(self) -> list[tuple[int, int, int]]:
-        nodes = range(self.n + 1)
+        nodes = range(self.nodes)
         return [(s, d, ln) for s in nodes for d in nodes for ln in range(self.model.lines)]
 
     def fresh(self, prefix: str) -> SymState:
@@ -201,11 +213,10 @@ class Layout:
                 h = [i(f"L{ln}.{m.home.name}.state")]
                 h += [value(v.type, f"L{ln}.{m.home.name}.{v.name}") for v in m.home.vars]
             cs: list[list[SV]] = []
-            for c in m.caches:
-                for a in range(self.n):
-                    one = [i(f"L{ln}.{c.name}[{a}].state")]
-                    one += [value(v.type, f"L{ln}.{c.name}[{a}].{v.name}") for v in c.vars]
-                    cs.append(one)
+            for a, c in enumerate(self.rows):
+                one = [i(f"L{ln}.{c.name}[{a}].state")]
+                one += [value(v.type, f"L{ln}.{c.name}[{a}].{v.name}") for v in c.vars]
+                cs.append(one)
             lines.append((g, h, cs))
         nets: list[Any] = []
         for net in m.networks:
@@ -260,10 +271,8 @@ class Layout:
             if m.home is not None:
                 h = [num(m.home.state_index(m.home.init_state))]
                 h += [var(v) for v in m.home.vars]
-            cs = []
-            for c in m.caches:
-                for _a in range(self.n):
-                    cs.append([num(c.state_index(c.init_state)), *(var(v) for v in c.vars)])
+            cs = [[num(c.state_index(c.init_state)), *(var(v) for v in c.vars)]
+                  for c in self.rows]
             lines.append((g, h, cs))
         f, zero = z3.BoolVal(False), num(0)
         nets: list[Any] = []
@@ -303,9 +312,9 @@ class Layout:
                 return []
             return [num(x[0]), *(const(v.type, y) for v, y in zip(mach.vars, x[1:], strict=True))]
 
-        cache = m.caches[0] if m.caches else None
         lines = [([const(v.type, x) for v, x in zip(m.globals, g, strict=True)],
-                  machine(m.home, h), [machine(cache, c) for c in cs])
+                  machine(m.home, h),
+                  [machine(r, c) for r, c in zip(self.rows, cs, strict=True)])
                  for g, h, cs in state[0]]
         f, zero = z3.BoolVal(False), num(0)
 

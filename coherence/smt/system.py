@@ -9,6 +9,10 @@ depth with ``z3.substitute``.
 A state is *bad* for one of the checker's failure groups (``bad_groups``): an invariant is false
 or cannot be evaluated, a message has no transition, deadlock, or some enabled action raises a
 model error or a coherence violation (those are one step longer, as in the checker's traces).
+
+NOTE(z3-hierarchy): a hierarchical spec's actions are the semantics' per node (``agent`` is the
+node), its receivers the instances of the handling machine, and a message's source one of the
+instances of the machines that send it.
 """
 
 from __future__ import annotations
@@ -64,10 +68,36 @@ class Encoder(ModelTables):
         super().__init__(model)
         self.n = model.agents
         self.layout = Layout(model)
+        self.hier = self.layout.hier
+        # NOTE(z3-hierarchy): per machine its first node and number of instances (they are
+        # numbered consecutively), the processors' machine, and per message the machines
+        # that send it
+        self.instances = ir.instances(model) if self.hier else ()
+        self.machine_nodes: dict[str, tuple[int, int]] = {}
+        for inst in self.instances:
+            base, count = self.machine_nodes.get(inst.machine, (inst.node, 0))
+            self.machine_nodes[inst.machine] = (base, count + 1)
+        proc = ir.event_machine(model) if self.hier else None
+        self.processor = proc.name if proc is not None else None
+        self.sending_machines: dict[int, set[str]] = {t: set() for t in self.msg_index.values()}
+        for machine in model.machines:
+            for tr in machine.transitions:
+                for st in ir.walk_stmts(tr.body):
+                    if isinstance(st, (ir.Send, ir.Broadcast, ir.Multicast)):
+                        self.sending_machines[self.msg_index[st.message]].add(machine.name)
         self.coherence_names = [p.name for p in model.properties if p.kind == "coherence"]
         self.actions = self._actions()
 
+    def node_index_values(self, index: str) -> list[int | None]:
+        """Per node, its value of index type ``index`` (None: its machine has no such index),
+        as ``Semantics.node_indices``."""
+        return [self.sem.node_indices[k].get(index) for k in range(len(self.instances))]
+
     def src_ok(self, t: int, src: Any) -> Any:
+        if self.hier:
+            return any_of([z3.And(src >= base, src < base + count)
+                           for name, (base, count) in self.machine_nodes.items()
+                           if name in self.sending_machines[t]])
         kinds = self.senders[t]
         parts = []
         if ir.MachineKind.HOME in kinds:
@@ -88,6 +118,12 @@ class Encoder(ModelTables):
         m = self.model
         out: list[ActionSpec] = []
         for line in range(m.lines):
+            if self.hier:
+                for node, mach in enumerate(self.layout.rows):
+                    for tr in spontaneous(mach):
+                        out += [ActionSpec(tr.kind, mach.name, node, line, tr.index, ps)
+                                for ps in param_values(tr)]
+                continue
             if self.cache is not None:
                 for agent in range(self.n):
                     for tr in spontaneous(self.cache):
@@ -120,6 +156,13 @@ class Encoder(ModelTables):
         return out
 
     def _receivers(self, machine: ir.Machine, where: Any) -> list[tuple[int, int | None]]:
+        if self.hier:
+            base, count = self.machine_nodes[machine.name]
+            if isinstance(where, tuple):
+                _, dst, line = where
+                return [(line, dst)] if base <= dst < base + count else []
+            return [(ln, a) for ln in range(self.model.lines)
+                    for a in range(base, base + count)]
         if isinstance(where, tuple):  # fifo queue key: (src, dst, line)
             _, dst, line = where
             if machine.kind is ir.MachineKind.HOME:
@@ -278,6 +321,10 @@ class Encoder(ModelTables):
             elif isinstance(net, dict):
                 parts += [q.count == 0 for q in net.values()]
         for _g, h, cs in s.lines:
+            if self.hier:
+                parts += [any_of([c[0] == i for i, d in enumerate(mach.states) if d.stable])
+                          for mach, c in zip(self.layout.rows, cs, strict=True)]
+                continue
             if self.home is not None:
                 parts.append(any_of([h[0] == i for i, d in enumerate(self.home.states)
                                      if d.stable]))
@@ -366,19 +413,19 @@ class System:
                 parts.append(h[0] != undef())
                 for v, x in zip(enc.home.vars, h[1:], strict=True):
                     scalar(x, v.type)
-            if enc.cache is not None:
-                for c in cs:
-                    scalar(c[0], enc.cache.state_type)
-                    parts.append(c[0] != undef())
-                    for v, x in zip(enc.cache.vars, c[1:], strict=True):
-                        scalar(x, v.type)
+            for mach, c in zip(enc.layout.rows, cs, strict=True):
+                scalar(c[0], mach.state_type)
+                parts.append(c[0] != undef())
+                for v, x in zip(mach.vars, c[1:], strict=True):
+                    scalar(x, v.type)
         for net_i, net in enumerate(m.networks):
             contents = s.nets[net_i]
             types = [enc.msg_index[x.name] for x in m.messages if x.network == net.name]
             if net.ordering is ir.Ordering.UNORDERED:
+                last = enc.layout.nodes - 1
                 for slot in contents:
-                    ok = [slot.line >= 0, slot.line < m.lines, slot.src >= 0, slot.src <= enc.n,
-                          slot.dst >= 0, slot.dst <= enc.n, any_of([slot.type == t for t in types])]
+                    ok = [slot.line >= 0, slot.line < m.lines, slot.src >= 0, slot.src <= last,
+                          slot.dst >= 0, slot.dst <= last, any_of([slot.type == t for t in types])]
                     ok += self._fields_ok(slot.type, slot.fields, types)
                     ok += [z3.Implies(slot.type == t, enc.src_ok(t, slot.src)) for t in types]
                     parts.append(z3.Implies(slot.valid, all_of(ok)))
