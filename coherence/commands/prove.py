@@ -89,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
     if args.write and not args.infer:
         raise SpecError("--write needs --infer", NO_SPAN)
     if any_n:
+        _refuse_hierarchical_any(model)
         if args.bmc is not None:
             raise SpecError("--bmc needs a fixed number of agents (--agents N)", NO_SPAN)
         if args.infer:
@@ -100,6 +101,20 @@ def run(args: argparse.Namespace) -> int:
     if args.bmc is None:
         raise SpecError("say what to prove: --bmc K, --induction K, or --agents any", NO_SPAN)
     return _run_bmc(args, model)
+
+
+def _refuse_hierarchical_any(model: Any) -> None:
+    """NOTE(z3-hierarchy): the proof for every number of agents (coherence.smt.param) has
+    one replicated cache and a home; a hierarchical spec gets a located refusal (exit 2)."""
+    from coherence import ir
+    from coherence.errors import SpecError
+    if not model.is_hierarchical:
+        return
+    first = next(m for m in model.machines if m.kind is ir.MachineKind.MACHINE)
+    raise SpecError(f"prove --agents any does not support hierarchical specs yet (machine "
+                    f"{first.name} and the `machine NAME[...]` form); prove them at fixed "
+                    "sizes with --bmc K or --induction K (sizes: --param NAME=VALUE)",
+                    first.span)
 
 
 def _header(rep: Any, args: argparse.Namespace, model: Any, engine: str,

@@ -88,7 +88,9 @@ def print_induction(model: Model, result: Any) -> None:
                   "larger K", markup=False)
     out.print()
     colour = {"holds": "green", "fails": "red", "unknown": "yellow"}[result.verdict]
-    text = {"holds": f"PROVED for {model.agents} agent(s) by {result.k}-induction",
+    size = (params_text(model) if model.is_hierarchical  # NOTE(z3-hierarchy): by index sizes
+            else f"{model.agents} agent(s)")
+    text = {"holds": f"PROVED for {size} by {result.k}-induction",
             "fails": "FAILS (base case)",
             "unknown": f"UNKNOWN: {result.reason}"}[result.verdict]
     out.print(f"verdict: [bold {colour}]{text}[/]")
