@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 import z3
-from helpers import ROOT, SPECS, assert_agree
+from helpers import ROOT, SPECS, assert_agree, checker_groups
 
 from coherence import ir
 from coherence.explore import Search, bfs
@@ -152,20 +152,20 @@ def test_z3_actions_are_the_semantics_per_node_instances() -> None:
 
 TEXT = TWO_LEVEL.read_text()
 
-# seeded bugs: (name, replaced, replacement, params, depth, {group: shortest length})
+# seeded bugs: (replaced, replacement, params, depth, {group: shortest length}), by name
+STALE = ("on Inv in V { undefine data; goto I; }", "on Inv in V { }")
 SEEDED = [
-    ("untracked", "send Data(data) to msg.src; sharers.add(msg.src.sm);",
-     "send Data(data) to msg.src;", {"gpus": 1, "sms": 2, "values": 1}, 7,
-     {"invariant:l1_copy_is_tracked": 7}),
-    ("unguarded", "on GetS in R when valid {", "on GetS in R when true {",
-     {"gpus": 1, "sms": 2, "values": 2}, 4, {"error:error": 3}),
-    ("unacknowledged", "    send Ack to msg.src;\n  }", "  }",
-     {"gpus": 1, "sms": 2, "values": 2}, 5, {"deadlock:deadlock": 4}),
-    ("stale", "on Inv in V { undefine data; goto I; }", "on Inv in V { }",
-     {"gpus": 1, "sms": 2, "values": 2}, 8, {"invariant:l1_copy_is_tracked": 8}),
-    pytest.param("stale-2x1", "on Inv in V { undefine data; goto I; }", "on Inv in V { }",
-                 {"gpus": 2, "sms": 1, "values": 2}, 10, {"invariant:l1_copy_is_tracked": 10},
-                 marks=pytest.mark.slow),
+    pytest.param("send Data(data) to msg.src; sharers.add(msg.src.sm);",
+                 "send Data(data) to msg.src;", {"gpus": 1, "sms": 2, "values": 1}, 7,
+                 {"invariant:l1_copy_is_tracked": 7}, id="untracked"),
+    pytest.param("on GetS in R when valid {", "on GetS in R when true {",
+                 {"gpus": 1, "sms": 2, "values": 2}, 4, {"error:error": 3}, id="unguarded"),
+    pytest.param("    send Ack to msg.src;\n  }", "  }", {"gpus": 1, "sms": 2, "values": 2}, 5,
+                 {"deadlock:deadlock": 4}, id="unacknowledged"),
+    pytest.param(*STALE, {"gpus": 1, "sms": 2, "values": 2}, 8,
+                 {"invariant:l1_copy_is_tracked": 8}, id="stale", marks=pytest.mark.slow),
+    pytest.param(*STALE, {"gpus": 2, "sms": 1, "values": 2}, 10,
+                 {"invariant:l1_copy_is_tracked": 10}, id="stale-2x1", marks=pytest.mark.slow),
 ]
 
 
@@ -178,10 +178,9 @@ def _seeded(replaced: str, replacement: str, params: dict[str, int],
     return load_spec_text(text, str(TWO_LEVEL), params)
 
 
-@pytest.mark.parametrize(("name", "replaced", "replacement", "params", "depth", "want"),
-                         SEEDED)
+@pytest.mark.parametrize(("replaced", "replacement", "params", "depth", "want"), SEEDED)
 def test_bmc_finds_seeded_bugs_at_the_checkers_depth(
-        name: str, replaced: str, replacement: str, params: dict[str, int], depth: int,
+        replaced: str, replacement: str, params: dict[str, int], depth: int,
         want: dict[str, int]) -> None:
     model = _seeded(replaced, replacement, params)
     assert assert_agree(model, depth) == want
@@ -216,23 +215,28 @@ def test_bmc_finds_nothing_where_the_checker_proves_the_spec() -> None:
     assert result.verdict == "bounded" and result.depth == 6 and not result.failures
 
 
-@pytest.mark.parametrize("path", [
-    pytest.param(TWO_LEVEL, id="two_level_wt"),
-    *(pytest.param(p, id=p.stem) for p in _bundled())])
-def test_bmc_agrees_with_the_checker(path: Path) -> None:
-    for params, depth in (({"gpus": 2, "sms": 1}, 4), ({"gpus": 1, "sms": 2}, 4)):
-        model = load_spec(path, params)
-        for f in bmc(model, depth, all_failures=True).failures:
-            _replays(model, f)
-        assert_agree(model, depth)
+def _bmc_cases() -> list[Any]:
+    out = []
+    for path in [TWO_LEVEL, *_bundled()]:
+        out.append(pytest.param(path, {"gpus": 2, "sms": 1}, 4, id=f"{path.stem}-2x1"))
+        out.append(pytest.param(path, {"gpus": 1, "sms": 2}, 5, id=f"{path.stem}-1x2",
+                                marks=pytest.mark.slow))
+        out.append(pytest.param(path, {"gpus": 2, "sms": 2}, 5, id=f"{path.stem}-2x2",
+                                marks=pytest.mark.slow))
+    return out
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("path", [
-    pytest.param(TWO_LEVEL, id="two_level_wt"),
-    *(pytest.param(p, id=p.stem) for p in _bundled())])
-def test_bmc_agrees_with_the_checker_deeper(path: Path) -> None:
-    assert_agree(load_spec(path, {"gpus": 2, "sms": 2}), 6)
+@pytest.mark.parametrize(("path", "params", "depth"), _bmc_cases())
+def test_bmc_agrees_with_the_checker(path: Path, params: dict[str, int], depth: int) -> None:
+    """Same first failing depth per failure group as the checker's BFS, and every trace
+    replays (the test spec and the bundled hierarchical specs)."""
+    model = load_spec(path, params)
+    expected = checker_groups(model, depth)
+    result = bmc(model, depth, all_failures=True, rlimit=RLIMIT)
+    assert result.verdict != "unknown", result.reason
+    assert result.groups == expected
+    for f in result.failures:
+        _replays(model, f)
 
 
 def _replays(model: ir.Model, f: Failure) -> None:
