@@ -233,10 +233,12 @@ static void barrier_wait(co_barrier *b) {
 
 /* ------------------------------------------------------------------ the liveness graph */
 
-/* co_options.graph: each thread logs the edges it stores (source, target, task), in the
- * order it stores them, so a state's edges are one thread's, in the order the model emitted
- * them. A task is interned per thread (a small open-addressing table of its key pairs), and
- * the threads' tables are merged once, after the search (co_graph_sizes). */
+/* co_options.graph: each thread logs the edges it stores (target, task: 8 bytes), in the
+ * order it stores them, in fixed blocks (never copied), so a state's edges are one thread's,
+ * consecutive, in the order the model emitted them: the sources are kept as runs (a source
+ * and its edge count). A task is interned per thread (a small open-addressing table of its
+ * key pairs), and the threads' tables are merged once, after the search (co_graph_sizes). */
+#define LOG_BLOCK (1u << 18) /* edges per block: 2 MiB */
 #define CO_TASK_STRONG ((uint64_t)1 << 60)
 
 typedef struct {
@@ -247,10 +249,18 @@ typedef struct {
     uint32_t smask;   /* slots - 1 */
 } co_task_table;
 
+typedef struct co_block {
+    struct co_block *next;
+    uint32_t n;
+    uint32_t dst[LOG_BLOCK];
+    int32_t task[LOG_BLOCK];
+} co_block;
+
 typedef struct co_log {
-    uint32_t *src, *dst;
-    int32_t *task;
-    uint64_t n, cap;
+    co_block *head, *tail;
+    uint64_t n;                 /* edges */
+    uint32_t *run_src, *run_len; /* runs of edges of one source */
+    uint64_t runs, run_cap;
     co_task_table tasks;
     int32_t *global; /* after the merge: local task id -> global id */
     bool failed;     /* an allocation failed: the search was stopped */
@@ -324,44 +334,65 @@ static int32_t intern_task(co_task_table *t, uint64_t hi, uint64_t lo, bool stro
     return (int32_t)i;
 }
 
+static void log_failed(co_log *log) {
+    log->failed = true;
+    request_stop(CO_STOP_MEMORY);
+}
+
 static void log_edge(co_log *log, uint32_t src, uint32_t dst, uint64_t hi, uint64_t lo) {
     if (log->failed) return;
-    if (log->n == log->cap) {
-        uint64_t cap = log->cap ? log->cap * 2 : 4096;
-        uint32_t *a = realloc(log->src, cap * sizeof *a);
-        if (a != NULL) log->src = a;
-        uint32_t *b = a ? realloc(log->dst, cap * sizeof *b) : NULL;
-        if (b != NULL) log->dst = b;
-        int32_t *c = b ? realloc(log->task, cap * sizeof *c) : NULL;
-        if (c == NULL) {
-            log->failed = true;
-            request_stop(CO_STOP_MEMORY);
-            return;
+    if (log->tail == NULL || log->tail->n == LOG_BLOCK) {
+        co_block *block = malloc(sizeof *block);
+        if (block == NULL) { log_failed(log); return; }
+        block->next = NULL;
+        block->n = 0;
+        if (log->tail != NULL) log->tail->next = block;
+        else log->head = block;
+        log->tail = block;
+    }
+    if (log->runs == 0 || log->run_src[log->runs - 1] != src) {
+        if (log->runs == log->run_cap) {
+            uint64_t cap = log->run_cap ? log->run_cap * 2 : 4096;
+            uint32_t *a = realloc(log->run_src, cap * sizeof *a);
+            if (a == NULL) { log_failed(log); return; }
+            log->run_src = a;
+            uint32_t *b = realloc(log->run_len, cap * sizeof *b);
+            if (b == NULL) { log_failed(log); return; }
+            log->run_len = b;
+            log->run_cap = cap;
         }
-        log->task = c;
-        log->cap = cap;
+        log->run_src[log->runs] = src;
+        log->run_len[log->runs++] = 0;
     }
     int32_t task = -1;
     if (hi != 0) {
         task = intern_task(&log->tasks, hi & ~CO_TASK_STRONG, lo, (hi & CO_TASK_STRONG) != 0);
-        if (task < 0) {
-            log->failed = true;
-            request_stop(CO_STOP_MEMORY);
-            return;
-        }
+        if (task < 0) { log_failed(log); return; }
     }
-    log->src[log->n] = src;
-    log->dst[log->n] = dst;
-    log->task[log->n] = task;
+    co_block *block = log->tail;
+    block->dst[block->n] = dst;
+    block->task[block->n++] = task;
+    log->run_len[log->runs - 1]++;
     log->n++;
+}
+
+static void log_free_edges(co_log *log) {
+    for (co_block *b = log->head; b != NULL;) {
+        co_block *next = b->next;
+        free(b);
+        b = next;
+    }
+    log->head = log->tail = NULL;
+    free(log->run_src);
+    free(log->run_len);
+    log->run_src = log->run_len = NULL;
+    log->n = log->runs = log->run_cap = 0;
 }
 
 static void graph_free(void) {
     for (int i = 0; i < G.nlogs && G.logs != NULL; i++) {
         co_log *log = &G.logs[i];
-        free(log->src);
-        free(log->dst);
-        free(log->task);
+        log_free_edges(log);
         free(log->global);
         table_free(&log->tasks);
     }
@@ -400,28 +431,33 @@ int co_graph_fill(int64_t *first, int32_t *dst, int32_t *task) {
     memset(first, 0, (n + 1) * sizeof *first);
     for (int i = 0; i < G.nlogs; i++) {
         co_log *log = &G.logs[i];
-        for (uint64_t e = 0; e < log->n; e++) first[log->src[e] + 1]++;
+        for (uint64_t r = 0; r < log->runs; r++) first[log->run_src[r] + 1] += log->run_len[r];
     }
     for (uint64_t s = 0; s < n; s++) first[s + 1] += first[s];
-    /* a state's edges are all in one log, in order: place them from its row's start */
-    int64_t *pos = malloc((n + 1) * sizeof *pos);
-    if (pos == NULL) return -1;
-    memcpy(pos, first, (n + 1) * sizeof *pos);
+    /* a state's edges are one run of one log: copy each run to its row, freeing each block
+     * once it is read */
     for (int i = 0; i < G.nlogs; i++) {
         co_log *log = &G.logs[i];
-        for (uint64_t e = 0; e < log->n; e++) {
-            int64_t at = pos[log->src[e]]++;
-            dst[at] = (int32_t)log->dst[e];
-            task[at] = log->task[e] < 0 ? -1 : log->global[log->task[e]];
+        co_block *block = log->head;
+        uint32_t at = 0;
+        for (uint64_t r = 0; r < log->runs; r++) {
+            int64_t to = first[log->run_src[r]];
+            for (uint32_t k = 0; k < log->run_len[r]; k++) {
+                if (at == block->n) {
+                    co_block *next = block->next;
+                    free(block);
+                    block = next;
+                    at = 0;
+                }
+                dst[to] = (int32_t)block->dst[at];
+                int32_t t = block->task[at++];
+                task[to++] = t < 0 ? -1 : log->global[t];
+            }
         }
-        free(log->src);
-        free(log->dst);
-        free(log->task);
-        log->src = log->dst = NULL;
-        log->task = NULL;
-        log->n = log->cap = 0;
+        if (block != NULL) free(block);
+        log->head = log->tail = NULL;
+        log_free_edges(log);
     }
-    free(pos);
     return 0;
 }
 
