@@ -40,6 +40,9 @@ def add_args(p: argparse.ArgumentParser) -> None:
                    help="(states, trace) symmetry reduction over agent ids (default: exact)")
     p.add_argument("--max-states", type=positive_int, metavar="N",
                    help="(trace without --trace) stop checking after N states")
+    p.add_argument("--max-depth", type=positive_int, metavar="N",
+                   help="(trace without --trace) check only runs of at most N steps (the "
+                        "shortest counterexamples are found all the same)")
     p.add_argument("--skip", action="append", default=[], metavar="NAME",
                    help="(trace without --trace) do not check this property (repeatable)")
     from coherence.commands.common import add_progress_args
@@ -60,7 +63,8 @@ def _run(args: argparse.Namespace, rep: Any) -> int:
         return _saved_trace(args, formats, rep)
     model = load_model(args)
     bounds = ({"max_nodes": args.max_nodes or _default_nodes()} if args.kind == "states" else
-              {"max_states": args.max_states} if args.kind == "trace" else {})
+              {"max_states": args.max_states, "max_depth": args.max_depth}
+              if args.kind == "trace" else {})
     rep.header(model.file, {p.name: p.value for p in model.params},
                "reference" if args.kind != "fsm" else None, bounds, kind=args.kind)
     doc: dict[str, Any] = {"schema": SCHEMA_VERSION, "tool": "coherence diagram",
@@ -129,6 +133,7 @@ def _checked_trace(args: argparse.Namespace, model: Any, doc: dict[str, Any],
     rep.update("checking the spec for counterexamples", total=args.max_states)
     result = check(model, CheckOptions(symmetry=args.symmetry == "exact",
                                        max_states=args.max_states,
+                                       max_depth=args.max_depth,
                                        progress=check_progress(rep, args.max_states),
                                        progress_every=rep.engine_every))
     files: list[str] = []

@@ -5,7 +5,9 @@
 
 What is drawn: the controller FSMs of every ``specs/*.coh`` (not the litmus or mutant
 folders), the message-sequence charts of the seed protocol's counterexamples, and its
-reachable state graph in the smallest configuration that still fails. A test
+reachable state graph in the smallest configuration that still fails; and the charts of the
+seed's broadcast on two-level GPUs (``multigpu_broadcast``, issue 20), a lane per L1, L2 and
+memory, grouped by GPU. A test
 (tests/test_diagrams.py) regenerates the DOT files and compares them with the committed ones.
 """
 
@@ -28,6 +30,12 @@ SEED = "broadcast_invalidate"
 # The seed's counterexamples are the same with 2 GPUs as with 3, and found in a second.
 SEED_TRACE_PARAMS = {"agents": 2}
 SEED_STATES_PARAMS = {"agents": 2, "capacity": 1}
+# The seed's scheme on two-level GPUs: its two invariants fail in 6 and 7 steps with one SM
+# per GPU; searching to depth 7 finds both shortest counterexamples in about a second (the
+# whole space, without symmetry, takes the reference engine ~20 s).
+HIER_SEED = "multigpu_broadcast"
+HIER_TRACE_PARAMS = {"gpus": 2, "sms": 1}
+HIER_TRACE_DEPTH = 7
 
 
 def bundled_specs(specs_dir: Path) -> list[Path]:
@@ -56,6 +64,16 @@ def graphs(specs_dir: Path) -> list[tuple[str, graphviz.Digraph, str]]:
         out.append((f"{SEED}.states", states.graph(small, sg),
                     f"coherence diagram {rel} --kind states --agents 2 -p capacity=1 "
                     "--out diagrams"))
+    hier = specs_dir / f"{HIER_SEED}.coh"
+    if hier.exists():
+        rel = f"specs/{hier.name}"
+        model = load_spec(hier, HIER_TRACE_PARAMS)
+        result = check(model, CheckOptions(max_depth=HIER_TRACE_DEPTH))
+        params = " ".join(f"-p {k}={v}" for k, v in HIER_TRACE_PARAMS.items())
+        for f in result.failures:
+            out.append((f"{HIER_SEED}.check.{f.name}", msc.chart(model, msc.as_failure(f), "check"),
+                        f"coherence diagram {rel} --kind trace {params} --max-depth "
+                        f"{HIER_TRACE_DEPTH} --out diagrams"))
     return out
 
 
