@@ -328,3 +328,13 @@ def test_checking_one_instance_per_orbit_gives_every_verdict(path: Path,
     assert every.skipped == 0
     binders = any(p.binders for p in model.liveness)
     assert (orbits.skipped > 0) == (binders and model.agents > 1)
+
+
+def test_a_bounded_compiled_graph_is_incomplete_not_a_verdict() -> None:
+    model = load_spec_text(ERRING.replace("liveness bad: forall a: agent :: C[a].state == W ~> "
+                                          "H.x == 0;", "liveness ok: true;"), "b.coh")
+    live = check_liveness(model, CheckOptions(max_states=3), compiled_builder())
+    assert live.engine == "compiled" and live.failures == []
+    assert live.stopped == "--max-states 3 reached" and live.states >= 3
+    done = check_liveness(model, CheckOptions(), compiled_builder())
+    assert done.stopped is None and done.states > live.states
