@@ -338,3 +338,11 @@ def test_a_bounded_compiled_graph_is_incomplete_not_a_verdict() -> None:
     assert live.stopped == "--max-states 3 reached" and live.states >= 3
     done = check_liveness(model, CheckOptions(), compiled_builder())
     assert done.stopped is None and done.states > live.states
+
+
+def test_the_edge_logs_count_against_the_memory_limit() -> None:
+    model = bundled("broadcast_invalidate_acked.coh", 2)
+    live = check_liveness(model, CheckOptions(memory_limit=2 << 20), compiled_builder())
+    assert live.stopped is not None and "memory" in live.stopped and live.failures == []
+    assert check_liveness(model, CheckOptions(memory_limit=64 << 20),
+                          compiled_builder()).stopped is None

@@ -269,6 +269,7 @@ typedef struct co_log {
 static struct {
     co_log *logs;
     int nlogs;
+    _Atomic uint64_t log_bytes; /* edge blocks, counted against the memory limit */
     co_task_table tasks; /* merged */
     bool merged;
     uint64_t edges;
@@ -342,6 +343,9 @@ static void log_failed(co_log *log) {
 static void log_edge(co_log *log, uint32_t src, uint32_t dst, uint64_t hi, uint64_t lo) {
     if (log->failed) return;
     if (log->tail == NULL || log->tail->n == LOG_BLOCK) {
+        /* NOTE(memory-limit): the edges count against the limit with the state storage */
+        uint64_t logs = atomic_fetch_add(&G.log_bytes, sizeof(co_block)) + sizeof(co_block);
+        if (logs + atomic_load(&S.bytes) > S.opt.memory_limit) { log_failed(log); return; }
         co_block *block = malloc(sizeof *block);
         if (block == NULL) { log_failed(log); return; }
         block->next = NULL;
