@@ -30,6 +30,7 @@ class Instance:
     prop: ir.Liveness
     line: int
     values: tuple[int, ...]
+    index: int = 0  # position in ``instances(model)``
     premise: bytearray = attrs.Factory(bytearray)  # 1 where P holds and Q does not
     goal: bytearray = attrs.Factory(bytearray)  # 1 where Q holds
 
@@ -41,12 +42,12 @@ class Instance:
 def instances(model: ir.Model) -> list[Instance]:
     """Every property on every line for every value of its binders, in this order (the
     compiled engine's generated predicates follow it)."""
-    out = []
+    out: list[Instance] = []
     for prop in model.liveness:
         domains = [list(ir.domain(b.type)) for b in prop.binders]
         for line in range(model.lines):
             for values in itertools.product(*domains):
-                out.append(Instance(prop, line, tuple(values)))
+                out.append(Instance(prop, line, tuple(values), len(out)))
     return out
 
 
@@ -70,5 +71,6 @@ class Built:
     algorithms: Algorithms | None = None  # faster whole-graph algorithms (None: graph.py's)
 
 
+# (model, layout, the instances to evaluate (a subset of ``instances(model)``), options, start)
 GraphBuilder = Callable[[ir.Model, Layout, list[Instance], CheckOptions, float],
                         AbstractContextManager[Built]]

@@ -91,7 +91,7 @@ def check_liveness(model: ir.Model, options: CheckOptions,
     if symmetric is None:
         symmetric = options.symmetry and model.agents > 1 and _audit(model)
     checked = representatives(insts) if options.symmetry and symmetric else insts
-    with (builder or reference.build)(model, layout, insts, options, start) as built:
+    with (builder or reference.build)(model, layout, checked, options, start) as built:
         g = built.graph
         failures: list[Failure] = []
         replay = _Replay(Semantics(model), layout, built)
@@ -101,7 +101,7 @@ def check_liveness(model: ir.Model, options: CheckOptions,
             done: set[str] = set(built.errors)
             for name, state in sorted(built.errors.items(), key=lambda x: x[1]):
                 steps = replay.steps(_stem(built.parent, state), [])
-                failures.append(Failure("error", name, _error_message(replay.sem, insts, name,
+                failures.append(Failure("error", name, _error_message(replay.sem, checked, name,
                                                                       built.state(state),
                                                                       layout),
                                         steps, None, ("error", name)))

@@ -7,8 +7,8 @@ source:
   task it performs, as the pair ``coherence.liveness.tasks.TaskKeys.key`` computes
   (NOTE(task-keys)); ``hi`` is 0 for an unfair transition and has bit 60 set for a strongly
   fair one (the runtime strips it: strength belongs to the transition, the task is the same);
-* ``co_live_eval(state, goal, premise, err)``: every instance of every liveness property
-  (``coherence.liveness.built.instances``, in that order) evaluated on one state: its goal,
+* ``co_live_eval(state, want, goal, premise, err)``: each wanted instance of every liveness
+  property (``coherence.liveness.built.instances``, in that order) evaluated on one state: its goal,
   its premise where the goal is false (NOTE(premise-where-goal)), and whether either raised a
   model error.
 """
@@ -64,8 +64,8 @@ def message_task(info: NetInfo, m: ir.Machine, t: ir.Transition) -> str:
 def live_source(cm: CModel) -> str:
     """The predicates of every liveness property and ``co_live_eval``."""
     out = []
-    body = ["CO_FN int co_live_eval(const co_state *s, uint8_t *goal, uint8_t *premise, "
-            "uint8_t *err) {",
+    body = ["CO_FN int co_live_eval(const co_state *s, const uint8_t *want, uint8_t *goal, "
+            "uint8_t *premise, uint8_t *err) {",
             "    co_u u;", "    co_unpack(s, &u);", "    int k = 0;"]
     count = 0
     for i, prop in enumerate(cm.model.liveness):
@@ -87,7 +87,9 @@ def live_source(cm: CModel) -> str:
             body.append(f"{ind}for (pr[{j}] = {dom.start}; pr[{j}] < {dom.stop}; pr[{j}]++)")
             ind += "    "
         premise = (f"co_live_premise_{i}(&u, line, pr)" if prop.premise is not None else "0")
-        body += [f"{ind}{{",
+        body += [f"{ind}if (!want[k]) {{",
+                 f"{ind}    k++;",
+                 f"{ind}}} else {{",
                  f"{ind}    const int q = co_live_goal_{i}(&u, line, pr);",
                  f"{ind}    const int p = q == 0 ? {premise} : 0;",
                  f"{ind}    const int bad = q >= 2 || p >= 2;",

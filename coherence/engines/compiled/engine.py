@@ -107,7 +107,7 @@ class Library:
                 ("co_parents", [i32p], None),
                 ("co_state_at", [ctypes.c_uint64, u64p], ctypes.c_int),
                 ("co_live_instances", [], ctypes.c_int),
-                ("co_live_table", [u8p, u8p, i64p], ctypes.c_int),
+                ("co_live_table", [i32p, u8p, u8p, i64p], ctypes.c_int),
                 ("co_alg_reverse", [ctypes.c_int64, i64p, i32p, i64p, i32p], None),
                 ("co_alg_backward", [ctypes.c_int64, i64p, i32p, u8p, u8p, u8p], ctypes.c_int),
                 ("co_alg_forward", [ctypes.c_int64, i64p, i32p, u8p, u8p, u8p], ctypes.c_int),

@@ -25,7 +25,7 @@ from coherence.engines.compiled.build import build as build_library
 from coherence.engines.compiled.engine import Library, run_search
 from coherence.layout import Layout
 from coherence.liveness import reference
-from coherence.liveness.built import Built, Instance
+from coherence.liveness.built import Built, Instance, instances
 from coherence.liveness.graph import Graph, Reverse
 from coherence.results import CheckOptions
 
@@ -57,21 +57,22 @@ def build(model: ir.Model, layout: Layout, insts: list[Instance], options: Check
     if lib.words != layout.words or lib.bits != layout.bits:
         raise RuntimeError(f"generated code packs {lib.bits} bits in {lib.words} words, "
                            f"the layout {layout.bits} in {layout.words}")
-    if lib.lib.co_live_instances() != len(insts):
+    total = len(instances(model))
+    if lib.lib.co_live_instances() != total:
         raise RuntimeError(f"the library evaluates {lib.lib.co_live_instances()} liveness "
-                           f"instances, the model has {len(insts)}")
+                           f"instances, the model has {total}")
     # NOTE(liveness-symmetry) in coherence.liveness.check: every state, no symmetry
     opts = attrs.evolve(options, symmetry=False, deadlock=False, stop_at_first=False,
                         max_depth=None)
     with lib.lock:
         try:
             stopped, _seconds, _threads = run_search(lib, opts, graph=True)
-            yield _collect(lib, layout, insts, stopped)
+            yield _collect(lib, layout, insts, total, stopped)
         finally:
             lib.lib.co_free()
 
 
-def _collect(lib: Library, layout: Layout, insts: list[Instance],
+def _collect(lib: Library, layout: Layout, insts: list[Instance], total: int,
              stopped: str | None) -> Built:
     n, edges, tasks = ctypes.c_uint64(), ctypes.c_uint64(), ctypes.c_uint64()
     if stopped is not None:
@@ -93,19 +94,24 @@ def _collect(lib: Library, layout: Layout, insts: list[Instance],
     parent = _zeros("i", ns)
     lib.lib.co_parents(_buffer(parent, ctypes.c_int32))
     del parent[ns:]
+    # only the instances asked for are evaluated (the others are decided by symmetry)
     k = len(insts)
+    slot = array("i", [-1]) * max(1, total)
+    for j, inst in enumerate(insts):
+        slot[inst.index] = j
     goal, premise = bytearray(max(1, k * ns)), bytearray(max(1, k * ns))
-    err = _zeros("q", k)
-    lib.lib.co_live_table((ctypes.c_uint8 * len(goal)).from_buffer(goal),
+    err = _zeros("q", total)
+    lib.lib.co_live_table(_buffer(slot, ctypes.c_int32),
+                          (ctypes.c_uint8 * len(goal)).from_buffer(goal),
                           (ctypes.c_uint8 * len(premise)).from_buffer(premise),
                           _buffer(err, ctypes.c_int64))
     errors: dict[str, int] = {}
-    for i, inst in enumerate(insts):
-        inst.goal = goal[i * ns:(i + 1) * ns]
-        inst.premise = premise[i * ns:(i + 1) * ns]
-        if err[i] >= 0:
+    for j, inst in enumerate(insts):
+        inst.goal = goal[j * ns:(j + 1) * ns]
+        inst.premise = premise[j * ns:(j + 1) * ns]
+        if err[inst.index] >= 0:
             name = inst.prop.name
-            errors[name] = min(errors.get(name, err[i]), err[i])
+            errors[name] = min(errors.get(name, err[inst.index]), err[inst.index])
     words = lib.words
 
     def state(i: int) -> int:

@@ -489,17 +489,22 @@ int co_state_at(uint64_t id, uint64_t *out_words) {
 #ifdef CO_LIVE_INSTANCES
 int co_live_instances(void) { return CO_LIVE_INSTANCES; }
 
-int co_live_table(uint8_t *goal, uint8_t *premise, int64_t *err_state) {
+int co_live_table(const int32_t *slot, uint8_t *goal, uint8_t *premise, int64_t *err_state) {
     uint64_t n = atomic_load(&S.count);
-    uint8_t g[CO_LIVE_INSTANCES + 1], p[CO_LIVE_INSTANCES + 1], e[CO_LIVE_INSTANCES + 1];
-    for (int i = 0; i < CO_LIVE_INSTANCES; i++) err_state[i] = -1;
+    uint8_t want[CO_LIVE_INSTANCES + 1], g[CO_LIVE_INSTANCES + 1], p[CO_LIVE_INSTANCES + 1],
+        e[CO_LIVE_INSTANCES + 1];
+    for (int i = 0; i < CO_LIVE_INSTANCES; i++) {
+        want[i] = slot[i] >= 0;
+        err_state[i] = -1;
+    }
     for (uint64_t id = 0; id < n; id++) {
         co_state s;
         load_state(id, &s);
-        co_live_eval(&s, g, p, e);
+        co_live_eval(&s, want, g, p, e);
         for (int i = 0; i < CO_LIVE_INSTANCES; i++) {
-            goal[(uint64_t)i * n + id] = g[i];
-            premise[(uint64_t)i * n + id] = p[i];
+            if (!want[i]) continue;
+            goal[(uint64_t)slot[i] * n + id] = g[i];
+            premise[(uint64_t)slot[i] * n + id] = p[i];
             if (e[i] && err_state[i] < 0) err_state[i] = (int64_t)id;
         }
     }
@@ -508,7 +513,8 @@ int co_live_table(uint8_t *goal, uint8_t *premise, int64_t *err_state) {
 #else
 int co_live_instances(void) { return -1; }
 
-int co_live_table(uint8_t *goal, uint8_t *premise, int64_t *err_state) {
+int co_live_table(const int32_t *slot, uint8_t *goal, uint8_t *premise, int64_t *err_state) {
+    (void)slot;
     (void)goal;
     (void)premise;
     (void)err_state;

@@ -95,15 +95,16 @@ void co_free(void);
  * dst and task per edge, task -1 for an unfair edge) and frees the logs; co_graph_tasks the
  * key of each task (NOTE(task-keys)) and whether a strongly fair transition performs it.
  * co_parents: the breadth-first parent of each state (-1 at initial states); co_state_at: one
- * state's words; co_live_table: every liveness instance's goal and premise per state
- * (instance-major: [i * states + id]) and the least state where it raises an error (-1). */
+ * state's words; co_live_table: each liveness instance i with slot[i] >= 0: its goal and
+ * premise per state ([slot[i] * states + id]) and the least state where it raises an error
+ * (-1). */
 int co_graph_sizes(uint64_t *states, uint64_t *edges, uint64_t *tasks);
 int co_graph_fill(int64_t *first, int32_t *dst, int32_t *task);
 void co_graph_tasks(uint64_t *hi, uint64_t *lo, uint8_t *strong);
 void co_parents(int32_t *out);
 int co_state_at(uint64_t id, uint64_t *out_words);
 int co_live_instances(void);
-int co_live_table(uint8_t *goal, uint8_t *premise, int64_t *err_state);
+int co_live_table(const int32_t *slot, uint8_t *goal, uint8_t *premise, int64_t *err_state);
 /* The liveness checks' graph algorithms (coherence/liveness/graph.py defines them) on
  * compressed rows; allowed may be NULL (every state); -1: out of memory. */
 void co_alg_reverse(int64_t n, const int64_t *first, const int32_t *dst, int64_t *rfirst,
