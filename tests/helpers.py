@@ -35,6 +35,26 @@ def flat_specs(folder: Path) -> list[Path]:
 # uses about 9 million units (8 s on a loaded machine); running out is an unknown, not a pass.
 PROOF_RLIMIT = 150_000_000
 
+# ---------------------------------------------------------------- the hierarchical specs
+
+# (spec stem, gpus, sms, coherence monitor?) -> reachable states without symmetry, reference
+# engine (tests/test_hier_specs.py runs them; tests/test_library.py requires every
+# hierarchical spec in specs/ to have rows here)
+HIER_COUNTS: dict[tuple[str, int, int, bool], int] = {
+    ("gpu_two_level", 1, 2, False): 2446,
+    ("gpu_two_level", 2, 1, False): 6560,
+    ("gpu_two_level", 1, 2, True): 56910,
+    ("gpu_two_level", 2, 1, True): 151046,
+    ("multigpu_broadcast", 1, 2, False): 630,
+    ("multigpu_broadcast", 2, 1, False): 22708,
+    ("multigpu_broadcast_acked", 1, 2, False): 1222,
+    ("multigpu_broadcast_acked", 2, 1, False): 3378,
+    ("hmg", 1, 2, False): 2136,
+    ("hmg", 2, 1, False): 33928,
+}
+# rows over ~10,000 states (several seconds in Python each): slow tier
+HIER_SLOW = {k for k, n in HIER_COUNTS.items() if n > 10_000}
+
 # ---------------------------------------------------------------- the seed's pinned counts
 
 LITERAL = "specs/broadcast_invalidate.coh"  # relative to ROOT

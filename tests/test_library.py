@@ -17,7 +17,18 @@ from pathlib import Path
 import pytest
 
 # spec paths relative to the repository (ROOT), also the keys of the tables below
-from helpers import GERMAN, GPU_WT, MESI_DIR, MESI_SNOOP, MSI_DIR, MSI_SNOOP, ROOT, SEED_COUNTS
+from helpers import (
+    GERMAN,
+    GPU_WT,
+    HIER_COUNTS,
+    MESI_DIR,
+    MESI_SNOOP,
+    MSI_DIR,
+    MSI_SNOOP,
+    ROOT,
+    SEED_COUNTS,
+    flat_specs,
+)
 from helpers import LIBRARY_COUNTS as COUNTS
 from helpers import LIBRARY_VERDICTS as VERDICTS
 
@@ -87,11 +98,18 @@ def test_every_spec_is_pinned_at_2_3_4_agents() -> None:
     """A spec added to specs/ must get its rows here or in test_seed_specs.py."""
     pinned = {(k[0], k[1]) for k in COUNTS if not k[2] and all(COUNTS[k])}
     pinned |= {(k[0], k[1]) for k in SEED_COUNTS if k[2] and all(SEED_COUNTS[k])}
-    paths = sorted((ROOT / "specs").glob("*.coh"))
+    paths = flat_specs(ROOT / "specs")
     assert len(paths) >= 8  # found wherever pytest runs from: never vacuous
     for path in paths:
         for agents in (2, 3, 4):
             assert (f"specs/{path.name}", agents) in pinned, (path, agents)
+    # hierarchical specs (no agents): pinned at 1 GPU x 2 SMs and 2 GPUs x 1 SM in
+    # tests/test_hier_specs.py
+    hier = sorted(set((ROOT / "specs").glob("*.coh")) - set(paths))
+    assert len(hier) >= 4
+    for path in hier:
+        for gpus, sms in ((1, 2), (2, 1)):
+            assert (path.stem, gpus, sms, False) in HIER_COUNTS, path
 
 
 def test_mesi_directory_reaches_every_e_state() -> None:

@@ -198,7 +198,9 @@ def _print(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
     from coherence.commands.common import out_console
 
     out = out_console()
-    table = Table(title=f"litmus on {args.spec} ({args.core} core)", title_justify="left")
+    places = sorted({r["place"] for r in rows if "place" in r})
+    where = f", threads placed {places[0]}" if places else ""
+    table = Table(title=f"litmus on {args.spec} ({args.core} core{where})", title_justify="left")
     for col in ("test", "variant", "condition", "SC", "model", "beyond SC", "states"):
         table.add_column(col)
 
