@@ -18,6 +18,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from helpers import flat_specs
 
 from coherence import load_spec
 from coherence.cli import main
@@ -31,7 +32,7 @@ pytestmark = pytest.mark.skipif(shutil.which("spin") is None or shutil.which("gc
                                 reason="spin and gcc are needed")
 
 ROOT = Path(__file__).resolve().parent.parent
-SPECS = sorted((ROOT / "specs").glob("*.coh"))
+SPECS = flat_specs(ROOT / "specs")  # hierarchical specs: tests/test_hier_export.py
 MUTANTS = sorted((ROOT / "specs" / "mutants").glob("*.coh"))
 MSI_SNOOP = str(ROOT / "specs" / "msi_snooping.coh")
 FAST_SPECS = {"msi_snooping", "mesi_snooping", "german"}

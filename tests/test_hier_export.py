@@ -17,7 +17,9 @@ import pytest
 
 from coherence import load_spec
 from coherence.engines import check
+from coherence.export.murphi import to_murphi
 from coherence.export.promela import to_promela
+from coherence.export.rumur import rumur_available, run_rumur
 from coherence.export.spin import run_spin
 from coherence.ir import Model
 from coherence.results import CheckOptions
@@ -29,6 +31,7 @@ TWO_LEVEL = ROOT / "tests" / "specs" / "hierarchy" / "two_level_wt.coh"
 
 needs_spin = pytest.mark.skipif(shutil.which("spin") is None or shutil.which("gcc") is None,
                                 reason="spin and gcc are needed")
+needs_rumur = pytest.mark.skipif(not rumur_available(), reason="rumur and cc are needed")
 
 
 def _model(path: Path, **params: int) -> Model:
@@ -48,6 +51,16 @@ def _spin_compare(model: Model) -> tuple:
     return ours, theirs
 
 
+def _rumur_compare(model: Model) -> tuple:
+    """Same verdict; the same count when the spec holds (Rumur stops at its first error)."""
+    ours = check(model, CheckOptions(symmetry=False, stop_at_first=True))
+    theirs = run_rumur(to_murphi(model), symmetry="off")
+    assert theirs.verdict == ours.verdict, theirs.output[-3000:]
+    if ours.verdict == "holds":
+        assert theirs.states == ours.states
+    return ours, theirs
+
+
 SIZES = [
     pytest.param({"gpus": 1, "sms": 2, "capacity": 1}, "holds", id="1gpu-2sm-cap1"),
     pytest.param({"gpus": 1, "sms": 3, "capacity": 1}, "holds", id="1gpu-3sm-cap1"),
@@ -64,6 +77,25 @@ SIZES = [
 @pytest.mark.parametrize(("params", "verdict"), SIZES)
 def test_two_level_agrees_with_spin(params: dict[str, int], verdict: str) -> None:
     ours, _theirs = _spin_compare(_model(TWO_LEVEL, **params))
+    assert ours.verdict == verdict
+
+
+# Rumur's build (rumur + cc -O0) takes 20-40 s a model here: one size in the default tier.
+RUMUR_SIZES = [
+    pytest.param({"gpus": 1, "sms": 2, "capacity": 1}, "holds", id="1gpu-2sm-cap1"),
+    pytest.param({"gpus": 2, "sms": 1, "capacity": 1}, "fails", id="2gpu-1sm-cap1",
+                 marks=pytest.mark.slow),
+    pytest.param({"gpus": 2, "sms": 1, "capacity": 2}, "holds", id="2gpu-1sm-cap2",
+                 marks=pytest.mark.slow),
+    pytest.param({"gpus": 2, "sms": 2, "capacity": 2}, "holds", id="2gpu-2sm-cap2",
+                 marks=pytest.mark.slow),
+]
+
+
+@needs_rumur
+@pytest.mark.parametrize(("params", "verdict"), RUMUR_SIZES)
+def test_two_level_agrees_with_rumur(params: dict[str, int], verdict: str) -> None:
+    ours, _theirs = _rumur_compare(_model(TWO_LEVEL, **params))
     assert ours.verdict == verdict
 
 
@@ -144,3 +176,19 @@ def test_failing_hierarchical_spec_agrees_with_spin(name: str) -> None:
     model = load_spec_text(_HEAD + _FAILING[name], f"<{name}>")
     ours, _theirs = _spin_compare(model)
     assert ours.verdict == "fails"
+
+
+@needs_rumur
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(_FAILING))
+def test_failing_hierarchical_spec_agrees_with_rumur(name: str) -> None:
+    ours, _ = _rumur_compare(load_spec_text(_HEAD + _FAILING[name], f"<{name}>"))
+    assert ours.verdict == "fails"
+
+
+@needs_rumur
+def test_multicast_agrees_with_rumur() -> None:
+    """Unordered counters split by the machine of a node field (Req's `by`), multicasts
+    with and without a prefix, each excluding one node."""
+    ours, _ = _rumur_compare(load_spec_text(_HOLDING, "<multicast>"))
+    assert ours.verdict == "holds"

@@ -1023,5 +1023,9 @@ def _designator(e: ir.Expr) -> bool:
 
 
 def to_murphi(model: ir.Model) -> str:
-    """The Murphi text of ``model`` (the coherence monitor is left out; see the module doc)."""
+    """The Murphi text of ``model`` (the coherence monitor is left out; see the module doc);
+    a hierarchical spec goes through ``coherence.export.murphi_hier``."""
+    if model.is_hierarchical:
+        from coherence.export.murphi_hier import hier_to_murphi
+        return hier_to_murphi(model)
     return MurphiExporter(model).export()
