@@ -1142,8 +1142,8 @@ class HierMurphiExporter:
                        "compare with it skipped.")
         out += ["", "type"]
         out += [f"  IDX_{t.name}: scalarset({t.n});" for t in m.indexes]
-        kinds = ", ".join(self.kind_const(x.name) for x in m.machines)
-        out.append(f"  T_Node: enum {{ {kinds} }};")
+        consts = ", ".join(self.kind_const(x.name) for x in m.machines)
+        out.append(f"  T_Node: enum {{ {consts} }};")
         out.append("  Node_t: record k: T_Node; " + " ".join(
             f"i_{t.name}: IDX_{t.name};" for t in m.indexes) + " end;")
         for e in m.enums:
