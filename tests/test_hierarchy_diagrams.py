@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hierarchy_script import scripted
 
 from coherence import ir
 from coherence.cli import main
@@ -26,7 +27,7 @@ from coherence.semantics import Semantics
 from coherence.spec.load import load_spec_text
 from coherence.spec.select import drop_properties
 from coherence.testing.run import prepare, replay
-from coherence.trace import Step, action_from_json, describe, replay_actions
+from coherence.trace import action_from_json
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "golden" / "diagrams"
@@ -47,31 +48,6 @@ def golden(name: str, text: str) -> None:
     if os.environ.get("COHERENCE_UPDATE_GOLDEN"):
         path.write_text(text, encoding="utf-8")
     assert text == path.read_text(encoding="utf-8"), f"{name} differs from its golden file"
-
-
-def scripted(model: ir.Model, script: list[tuple[str, str]]) -> list[Step]:
-    """The trace that takes, at each step, the enabled action of ``actor`` whose event is
-    ``event`` (``Load``, ``Store(v=1)``) or whose received message is ``?Msg(...)``; a
-    script step that matches no enabled action, or several, fails the test."""
-    # NOTE: only the last step may end the run (a failure of the spec's coherence monitor)
-    sem = Semantics(model)
-    state = sem.initial_states()[0]
-    actions = []
-    for k, (actor, event) in enumerate(script, 1):
-        outs, _ = sem.enabled(state)
-        found = []
-        for out in outs:
-            step = describe(sem, k, state, out)
-            got = f"?{step.received.message}" if step.received is not None else step.event
-            if step.actor == actor and got == event:
-                found.append(out)
-        assert len(found) == 1, (k, actor, event, len(found))
-        actions.append(found[0].action)
-        if found[0].state is None:  # the coherence monitor's failure ends the trace
-            assert k == len(script), (k, actor, event)
-            break
-        state = found[0].state
-    return replay_actions(sem, actions)
 
 
 # ---------------------------------------------------------------- FSMs

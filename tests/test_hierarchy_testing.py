@@ -15,6 +15,7 @@ import unittest
 from pathlib import Path
 
 import pytest
+from hierarchy_script import scripted
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
@@ -49,7 +50,7 @@ def reordered_wt(params: dict[str, int] | None = None) -> ir.Model:
     return load_spec_text(head + mem + l2 + l1 + tail, "reordered_wt.coh", params)
 
 
-def replays_to(model: ir.Model, failure: object, skip: list[str]) -> None:
+def replays_to(model: ir.Model, failure: object, oracle: str = "coherence") -> None:
     """The failure's trace replays through the semantics, and replaying its actions with
     every check (the oracle too) fails the same way at the last step."""
     trace = failure.trace  # type: ignore[attr-defined]
@@ -57,7 +58,7 @@ def replays_to(model: ir.Model, failure: object, skip: list[str]) -> None:
     assert [s.render() for s in replay_actions(Semantics(prepare(model)[0]), actions)] == [
         s.render() for s in trace]
     prepared, name = prepare(model)
-    problem, taken = replay(Semantics(prepared), actions, "coherence", name)
+    problem, taken = replay(Semantics(prepared), actions, oracle, name)
     assert problem is not None and (problem.kind, problem.name) == (
         failure.kind, failure.name)  # type: ignore[attr-defined]
     assert len(taken) == len(actions)
@@ -131,7 +132,7 @@ def test_fuzz_finds_a_bug_only_the_oracle_sees_and_shrinks_it() -> None:
     assert "L1[" in f.message and "agent" not in f.message  # instances, not node numbers
     assert SHORTEST_KEEPS_V <= f.length <= 2 * SHORTEST_KEEPS_V
     assert result.hypothesis_length is not None and result.hypothesis_length >= f.length
-    replays_to(model, f, [])
+    replays_to(model, f)
     # the spec's own coherence monitor (coherence.semantics) agrees at the last step
     steps = replay_actions(Semantics(model), [action_from_json(s.action) for s in f.trace])
     assert steps[-1].error is not None and "coherence violated" in steps[-1].error
@@ -144,7 +145,7 @@ def test_fuzz_finds_an_invariant_bug() -> None:
     f = result.failure
     assert (f.kind, f.name) == ("invariant", "l1_copy_is_tracked")
     assert SHORTEST_NO_SIBLING_INV <= f.length <= 2 * SHORTEST_NO_SIBLING_INV
-    replays_to(model, f, [])
+    replays_to(model, f)
 
 
 def test_fuzz_passes_the_correct_spec() -> None:
@@ -203,3 +204,42 @@ def test_state_machine_on_a_hierarchy() -> None:
             max_examples=200, stateful_step_count=30, deadline=None, database=None,
             phases=[Phase.generate], suppress_health_check=list(HealthCheck)))
     assert "coherent (coherence)" in str(err.value)
+
+
+# ---------------------------------------------------------------- the oracle's definition
+
+
+# hmg.coh, 2 GPUs x 1 SM: the checker's shortest `coherent` counterexample (12 steps, BFS):
+# two racing stores, each performed at its own GPU's L2, reach memory in the other order, and
+# GPU 1's SM then reads 0 from memory after its own store of 1
+HMG_RACE = [
+    ("L1[0, 0]", "Store(v=0)"), ("L1[1, 0]", "Store(v=1)"), ("L2[0]", "?WT(val=0)"),
+    ("L2[1]", "?WT(val=1)"), ("L1[1, 0]", "Load"), ("L1[1, 0]", "?WTAck"),
+    ("Mem", "?WB(val=1)"), ("L2[1]", "?Get"), ("Mem", "?WB(val=0)"), ("Mem", "?Fetch"),
+    ("L2[1]", "?Fill(val=0)"), ("L1[1, 0]", "?Data(val=0)"),
+]
+
+
+def test_the_performed_oracle_is_the_checkers_definition() -> None:
+    """hmg's by-design `coherent` failure: the spec's monitor (coherence.semantics) and
+    `--oracle performed` reject it at the last step, the default per-location oracle accepts
+    it (ordering the store of 1 first explains every load)."""
+    model = load_spec(ROOT / "specs" / "hmg.coh", {"gpus": 2, "sms": 1})
+    trace = scripted(model, HMG_RACE)
+    assert trace[-1].error is not None and "coherence violated" in trace[-1].error
+    prepared, name = prepare(model)
+    sem = Semantics(prepared)
+    actions = [action_from_json(s.action) for s in trace]
+    problem, taken = replay(sem, actions, "performed", name)
+    assert problem is not None and (problem.kind, problem.name) == ("coherence", "coherent")
+    assert len(taken) == len(HMG_RACE)
+    assert problem.message.startswith("line 0: L1[1, 0] load returning 0")
+    assert replay(sem, actions, "coherence", name)[0] is None
+
+
+def test_fuzz_with_the_performed_oracle_finds_the_seeded_bug() -> None:
+    model = load_model(KEEPS_V, skip=["l1_copy_is_tracked"], params={"gpus": 1, "sms": 2})
+    result = fuzz(model, seed=0, budget=100, oracle="performed")
+    assert result.failure is not None
+    assert (result.failure.kind, result.failure.name) == ("coherence", "coherent")
+    replays_to(model, result.failure, "performed")

@@ -34,7 +34,9 @@ def add_args(p: argparse.ArgumentParser) -> None:
                    help=f"steps per run (default {DEFAULT_STEPS})")
     p.add_argument("--oracle", choices=ORACLES, default="coherence",
                    help="coherence: per-location coherence (default); sc: sequential "
-                        "consistency across lines; none: invariants only")
+                        "consistency across lines; performed: coherence with the stores in "
+                        "the order they performed, as check's `property P: coherence` "
+                        "defines it; none: invariants only")
     p.add_argument("--shrink", choices=SHRINKERS, default="replay",
                    help="replay: minimise the failing run by replay (fast, default); "
                         "hypothesis: Hypothesis's shrinker (slow on large configurations); "

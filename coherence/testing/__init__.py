@@ -30,14 +30,14 @@ from hypothesis.stateful import RuleBasedStateMachine
 from coherence import ir
 from coherence.testing.fuzz import DEFAULT_BUDGET, DEFAULT_STEPS, SHRINKERS, FuzzResult, fuzz
 from coherence.testing.machine import build_machine
-from coherence.testing.oracle import Op, Verdict, check_coherence, check_sc
+from coherence.testing.oracle import Op, Verdict, check_coherence, check_performed, check_sc
 from coherence.testing.report import ProtocolTestFailure, failure_text, fuzz_command
 from coherence.testing.run import ORACLES, Problem, ProtocolFailure
 
 __all__ = [
     "ORACLES", "FuzzResult", "Op", "Problem", "ProtocolFailure", "ProtocolTestFailure",
-    "Verdict", "check_coherence", "check_sc", "fuzz", "load_model", "protocol_test",
-    "state_machine",
+    "Verdict", "check_coherence", "check_performed", "check_sc", "fuzz", "load_model",
+    "protocol_test", "state_machine",
 ]
 
 # unittest leaves frames of modules with this global out of its tracebacks
@@ -68,7 +68,8 @@ def state_machine(spec: str | Path | ir.Model, *, oracle: str = "coherence",
     """A ``RuleBasedStateMachine`` class for the spec in one configuration.
 
     ``oracle``: "coherence" (per-location coherence, the default), "sc" (sequential
-    consistency across lines) or "none". ``skip`` names invariants to leave out.
+    consistency across lines), "performed" (coherence with the stores in perform order, as
+    ``coherence check`` defines it) or "none". ``skip`` names invariants to leave out.
     """
     model = load_model(spec, agents=agents, lines=lines, values=values, params=params,
                        skip=skip)

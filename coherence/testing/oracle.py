@@ -65,7 +65,7 @@ class Verdict:
     the shortest prefix of the history with no explanation.
     """
 
-    model: str  # "coherence" | "sc"
+    model: str  # "coherence" | "sc" | "performed"
     holds: bool | None
     message: str
     witness: tuple[int, ...] | None = None
@@ -114,6 +114,42 @@ def check_sc(history: Sequence[OpLike], initial: int = 0,
         text = _explain(ops, bad, "all lines", "all", initial)
         return Verdict("sc", False, text, first_bad=bad)
     return Verdict("sc", True, "sequentially consistent", witness=tuple(found))
+
+
+def check_performed(history: Sequence[OpLike], initial: int = 0) -> Verdict:
+    """Per-location coherence as ``coherence check`` defines ``property NAME: coherence``
+    (docs/language.md): each line's stores are ordered as they were performed, which is the
+    history's order; a load may return a store performed before it that is not older than
+    the last store its agent observed (its own store, or the store it last read), or the
+    initial value while the agent has observed none. Stronger than ``check_coherence``,
+    which may order the stores any way: it matters where a store performs before it reaches
+    the point that orders it for everybody (a GPU's L2 in a hierarchy).
+
+    Deciding it needs no search: per agent, the earliest admissible store is the best
+    choice for each load (``tests/test_coherence_monitor.py`` decides it the same way), so
+    one pass is exact, whatever the values."""
+    ops = _ops(history)
+    views: dict[tuple[int, int], int] = {}  # (line, agent) -> the store it observed last
+    for i, op in enumerate(ops):
+        key = (op.line, op.agent)
+        view = views.get(key, -1)
+        if op.kind == "store":
+            views[key] = i
+            continue
+        if (view == -1 and op.value == initial) or (view >= 0 and ops[view].value == op.value):
+            continue
+        since = next((j for j in range(max(view, 0), i) if ops[j].line == op.line
+                      and ops[j].kind == "store" and ops[j].value == op.value), None)
+        if since is None:
+            seen = f"the store of {ops[view].value} (operation {view})" if view >= 0 else (
+                f"the initial value {initial}")
+            text = (f"line {op.line}: agent {op.agent} load returning {op.value} (operation "
+                    f"{i}): no store of {op.value} was performed since {seen}, which it "
+                    "had observed (stores ordered as performed)")
+            return Verdict("performed", False, text, line=op.line, first_bad=i)
+        views[key] = since
+    return Verdict("performed", True, "coherent in perform order",
+                   witness=tuple(range(len(ops))))
 
 
 def is_witness(history: Sequence[OpLike], order: Iterable[int], initial: int = 0) -> bool:

@@ -15,9 +15,11 @@ import attrs
 
 from coherence import ir
 from coherence.semantics import DEADLOCK_MESSAGE, Action, Outcome, Perform, Semantics, State
-from coherence.testing.oracle import DEFAULT_LIMIT, check_coherence, check_sc
+from coherence.testing.oracle import DEFAULT_LIMIT, check_coherence, check_performed, check_sc
 
-ORACLES = ("coherence", "sc", "none")
+# "performed": coherence with each line's stores ordered as they were performed, as the
+# checker's `property NAME: coherence` defines it (``check_performed``)
+ORACLES = ("coherence", "sc", "performed", "none")
 
 
 @attrs.frozen
@@ -160,6 +162,9 @@ class Run:
         if self.oracle == "sc":
             v = check_sc(self.history, limit=self.oracle_limit)
             name = "sequential-consistency"
+        elif self.oracle == "performed":
+            v = check_performed(self.history)
+            name = self.coherence_name
         else:
             v = None
             for line in sorted(lines):  # the other lines' histories did not change
@@ -178,7 +183,7 @@ class Run:
         # the oracle knows agent numbers (a hierarchy's: processor nodes); show the spec's names
         for a in sorted(self.sem.proc_of) if self.sem.hier else range(self.sem.n):
             message = message.replace(f"agent {a} ", f"{self.sem.node_name(a)} ")
-        return Problem("coherence" if self.oracle == "coherence" else "sc", name, message)
+        return Problem("sc" if self.oracle == "sc" else "coherence", name, message)
 
     def deadlock(self) -> Problem | None:
         """NOTE(deadlock): ``Semantics.is_deadlock``, reading outcomes only until one exists."""
