@@ -573,8 +573,11 @@ class Exec:
         for d in range(self.enc.layout.nodes):
             if k is not None and k != d:
                 continue
-            q = queues[(src, d, self.line)]
             cd = pc if k is not None else all_of([pc, dst == d])
+            q = queues.get((src, d, self.line))
+            if q is None:  # NOTE(z3-fifo-pairs): never, if the static pairs are right; an
+                self.error(cd, TRUE)  # error here would not replay (TraceReplayError)
+                continue
             self.blocks.append(all_of([cd, q.count >= net.capacity]))
             for j in range(net.capacity):
                 here = all_of([cd, q.count == j])

@@ -170,6 +170,7 @@ class Layout:
             [model.machine(i.machine) for i in ir.instances(model)] if self.hier
             else [model.caches[0]] * self.n if model.caches else [])
         self.nodes = len(self.rows) if self.hier else self.n + 1
+        self.pairs = fifo_pairs(model) if self.hier else {}
         self.max_fields = max((len(m.fields) for m in model.messages), default=0)
         for v in self._all_vars():
             _check_type(v.type, v.span)
@@ -179,9 +180,13 @@ class Layout:
         for m in self.model.machines:
             yield from m.vars
 
-    def fifo_keys(self) -> list[tuple[int, int, int]]:
+    def fifo_keys(self, net: str | None = None) -> list[tuple[int, int, int]]:
+        """The (src, dst, line) queues of a FIFO network: every pair of nodes, or in a
+        hierarchical spec the pairs its sends can connect (``fifo_pairs``)."""
         nodes = range(self.nodes)
-        return [(s, d, ln) for s in nodes for d in nodes for ln in range(self.model.lines)]
+        pairs = self.pairs.get(net) if net is not None else None
+        return [(s, d, ln) for s in nodes for d in nodes for ln in range(self.model.lines)
+                if pairs is None or (s, d) in pairs]
 
     def fresh(self, prefix: str) -> SymState:
         """A state whose every leaf is a fresh Z3 constant named after ``prefix``."""
@@ -233,7 +238,7 @@ class Layout:
                                         [[i(f"{net.name}{key}.f{k}.{j}")
                                           for j in range(self.max_fields)]
                                          for k in range(net.capacity)])
-                             for key in self.fifo_keys()})
+                             for key in self.fifo_keys(net.name)})
             else:
                 nets.append(None)
         monitor: list[list[MonAgent]] = []
@@ -283,7 +288,7 @@ class Layout:
             elif net.ordering is ir.Ordering.FIFO:
                 nets.append({key: Queue(zero, [zero] * net.capacity,
                                         [[zero] * self.max_fields for _ in range(net.capacity)])
-                             for key in self.fifo_keys()})
+                             for key in self.fifo_keys(net.name)})
             else:
                 nets.append(None)
         monitor = []
@@ -332,7 +337,10 @@ class Layout:
             elif net.ordering is ir.Ordering.FIFO:
                 queues = dict(contents)
                 out = {}
-                for key in self.fifo_keys():
+                keys = self.fifo_keys(net.name)
+                if not set(queues) <= set(keys):
+                    raise ValueError(f"a message on {net.name} between nodes no send connects")
+                for key in keys:
                     q = queues.get(key, ())
                     pad = net.capacity - len(q)
                     out[key] = Queue(num(len(q)), [num(t) for t, _ in q] + [zero] * pad,
@@ -347,6 +355,58 @@ class Layout:
                                for u in range(nv)] for v in range(nv)])
                     for view, fa in line] for line in state[2]]
         return SymState(lines, nets, monitor)
+
+
+def fifo_pairs(model: ir.Model) -> dict[str, set[tuple[int, int]]]:
+    """NOTE(z3-fifo-pairs): per FIFO network of a hierarchical spec, the (src, dst) node pairs
+    that a send can connect, over-approximated statically: a send by node s to ``L2[g]``
+    where ``g`` is s's own index reaches the one L2 of s's gpu, ``broadcast ... to L1[g]`` the
+    L1s of that gpu, a send to ``self`` s itself, and any other destination (``msg.src``, a
+    variable, a loop variable) every node. The other queues are always empty and are left out
+    of the encoding (the deliveries check it: ``Exec.deliver``)."""
+    inst = ir.instances(model)
+    own: list[dict[str, int]] = []
+    for i in inst:
+        mach = model.machine(i.machine)
+        own.append({f.type.name: v for f, v in zip(mach.indices, i.values, strict=True)
+                    if isinstance(f.type, ir.IndexT)})
+    nodes_of: dict[str, list[int]] = {}
+    for i in inst:
+        nodes_of.setdefault(i.machine, []).append(i.node)
+
+    def known(x: ir.Expr, src: int) -> int | None:
+        if isinstance(x, ir.NodeIndex) and isinstance(x.node, ir.SelfId):
+            return own[src].get(x.index)
+        return None
+
+    def matching(machine: str, values: tuple[ir.Expr, ...], src: int) -> list[int]:
+        want = [known(x, src) for x in values]
+        return [d for d in nodes_of[machine]
+                if all(w is None or w == v
+                       for w, v in zip(want, inst[d].values, strict=False))]
+
+    out: dict[str, set[tuple[int, int]]] = {
+        n.name: set() for n in model.networks if n.ordering is ir.Ordering.FIFO}
+    everyone = range(len(inst))
+    for mach in model.machines:
+        for tr in mach.transitions:
+            for st in ir.walk_stmts(tr.body):
+                if not isinstance(st, (ir.Send, ir.Multicast, ir.Broadcast)):
+                    continue
+                net = model.message(st.message).network
+                if net not in out:
+                    continue
+                for src in nodes_of.get(mach.name, []):
+                    if isinstance(st, ir.Multicast):
+                        dsts: Any = matching(st.machine, st.prefix, src)
+                    elif isinstance(st, ir.Send) and isinstance(st.dst, ir.NodeOf):
+                        dsts = matching(st.dst.machine, st.dst.indices, src)
+                    elif isinstance(st, ir.Send) and isinstance(st.dst, ir.SelfId):
+                        dsts = [src]
+                    else:
+                        dsts = everyone
+                    out[net] |= {(src, d) for d in dsts}
+    return out
 
 
 def _check_type(t: ir.Type, span: Span) -> None:

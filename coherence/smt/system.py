@@ -141,7 +141,7 @@ class Encoder(ModelTables):
                 case ir.Ordering.UNORDERED:
                     places = range(net.capacity)
                 case ir.Ordering.FIFO:
-                    places = self.layout.fifo_keys()
+                    places = self.layout.fifo_keys(net.name)
                 case _:
                     assert_never(net.ordering)
             for where in places:
