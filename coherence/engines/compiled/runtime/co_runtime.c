@@ -422,6 +422,9 @@ int co_graph_sizes(uint64_t *states, uint64_t *edges, uint64_t *tasks) {
             }
         }
         G.merged = true;
+        /* the search is over: its hash table is not needed to read states by id */
+        if (S.table != NULL) munmap((void *)S.table, S.cap * 4);
+        S.table = NULL;
     }
     *states = atomic_load(&S.count);
     *edges = G.edges;
@@ -568,8 +571,6 @@ int co_alg_backward(int64_t n, const int64_t *rfirst, const int32_t *rsrc,
     return 0;
 }
 
-/* Per state, one cache line's part: a visited target costs one random read. index: -2
- * outside the region, -1 not visited yet; on the stack: visited and comp still -1. */
 int co_alg_forward(int64_t n, const int64_t *first, const int32_t *dst,
                    const uint8_t *sources, const uint8_t *allowed, uint8_t *seen) {
     int32_t *queue = malloc((size_t)(n > 0 ? n : 1) * sizeof *queue);
@@ -595,19 +596,26 @@ int co_alg_forward(int64_t n, const int64_t *first, const int32_t *dst,
     return 0;
 }
 
+/* Per state: a visited target costs one random read. index: -2 outside the region, -1 not
+ * visited yet; on the stack: visited and comp still -1. */
 typedef struct {
-    int32_t index, low, comp, pad;
+    int32_t index, low, comp;
 } co_tnode;
 
+/* so: the Tarjan stack grows from so[0] up, the finished components' states fill it from
+ * so[n - 1] down (a state is on the stack or finished, never both: they never meet); wv and
+ * we: the explicit call stack (a state and how far along its edges it is). */
 typedef struct {
     co_tnode *node;
-    int32_t *stack, *wv, *order, *cstart;
-    int64_t *we;
+    int32_t *so, *wv, *we, *cstart;
+    int64_t n;
 } co_tarjan;
 
-/* Tarjan's components of the states with in[s] (iteratively: wv/we are the explicit call
- * stack); node[s].comp numbers them (-1 outside), order lists each component's states
- * contiguously from cstart[c]. Returns the number of components. */
+/* The j-th finished state (components are contiguous: cstart[c] .. cstart[c + 1] - 1). */
+static inline int32_t finished(const co_tarjan *t, int32_t j) { return t->so[t->n - 1 - j]; }
+
+/* Tarjan's components of the states with in[s] (iteratively); node[s].comp numbers them
+ * (-1 outside). Returns the number of components. */
 static int32_t tarjan(int64_t n, const int64_t *first, const int32_t *dst, const uint8_t *in,
                       co_tarjan *t) {
     int32_t counter = 0, ncomp = 0, sp = 0, placed = 0;
@@ -619,13 +627,13 @@ static int32_t tarjan(int64_t n, const int64_t *first, const int32_t *dst, const
     for (int64_t root = 0; root < n; root++) {
         if (node[root].index != -1) continue;
         node[root].index = node[root].low = counter++;
-        t->stack[sp++] = (int32_t)root;
+        t->so[sp++] = (int32_t)root;
         t->wv[0] = (int32_t)root;
-        t->we[0] = first[root];
+        t->we[0] = 0;
         int32_t depth = 1;
         while (depth > 0) {
             int32_t v = t->wv[depth - 1];
-            int64_t e = t->we[depth - 1], end = first[v + 1];
+            int64_t e = first[v] + t->we[depth - 1], end = first[v + 1];
             bool descended = false;
             int32_t low = node[v].low;
             while (e < end) {
@@ -634,11 +642,11 @@ static int32_t tarjan(int64_t n, const int64_t *first, const int32_t *dst, const
                 if (nw->index == -2) continue;
                 if (nw->index == -1) {
                     node[v].low = low;
-                    t->we[depth - 1] = e;
+                    t->we[depth - 1] = (int32_t)(e - first[v]);
                     nw->index = nw->low = counter++;
-                    t->stack[sp++] = w;
+                    t->so[sp++] = w;
                     t->wv[depth] = w;
-                    t->we[depth] = first[w];
+                    t->we[depth] = 0;
                     depth++;
                     descended = true;
                     break;
@@ -655,9 +663,9 @@ static int32_t tarjan(int64_t n, const int64_t *first, const int32_t *dst, const
             if (low == node[v].index) {
                 t->cstart[ncomp] = placed;
                 for (;;) {
-                    int32_t w = t->stack[--sp];
+                    int32_t w = t->so[--sp];
                     node[w].comp = ncomp;
-                    t->order[placed++] = w;
+                    t->so[n - 1 - placed++] = w;
                     if (w == v) break;
                 }
                 ncomp++;
@@ -673,12 +681,12 @@ int64_t co_alg_fair_sets(int64_t n, const int64_t *first, const int32_t *dst,
                          const uint8_t *allowed, int32_t *label) {
     size_t nn = (size_t)(n > 0 ? n : 1), nt = (size_t)(ntasks > 0 ? ntasks : 1);
     co_tarjan t = {malloc(nn * sizeof(co_tnode)), malloc(nn * 4), malloc(nn * 4),
-                   malloc(nn * 4), malloc((nn + 1) * 4), malloc(nn * 8)};
+                   malloc(nn * 4), malloc((nn + 1) * 4), n};
     uint8_t *in = malloc(nn), *next = malloc(nn);
     int32_t *cnt = calloc(nt, 4), *touched = malloc(nt * 4);
     int64_t *seen = malloc(nt * 8), *taken = calloc(nt, 8), *bad = calloc(nt, 8);
     int64_t count = -1;
-    if (!t.node || !t.stack || !t.wv || !t.order || !t.cstart || !t.we || !in || !next ||
+    if (!t.node || !t.so || !t.wv || !t.we || !t.cstart || !in || !next ||
         !cnt || !touched || !seen || !taken || !bad)
         goto out;
     count = 0;
@@ -696,7 +704,7 @@ int64_t co_alg_fair_sets(int64_t n, const int64_t *first, const int32_t *dst,
             stamp++;
             int32_t a = t.cstart[c], b = t.cstart[c + 1], ntouched = 0;
             for (int32_t i = a; i < b; i++) {
-                int32_t s = t.order[i];
+                int32_t s = finished(&t, i);
                 for (int64_t e = first[s]; e < first[s + 1]; e++) {
                     int32_t k = task[e];
                     if (k < 0) continue;
@@ -725,13 +733,13 @@ int64_t co_alg_fair_sets(int64_t n, const int64_t *first, const int32_t *dst,
             }
             if (!weak_ok) continue;
             if (!any_bad) {
-                for (int32_t i = a; i < b; i++) label[t.order[i]] = (int32_t)count;
+                for (int32_t i = a; i < b; i++) label[finished(&t, i)] = (int32_t)count;
                 count++;
                 continue;
             }
             /* NOTE(strong-fairness): drop the states that enable a failing strong task */
             for (int32_t i = a; i < b; i++) {
-                int32_t s = t.order[i];
+                int32_t s = finished(&t, i);
                 bool keep = true;
                 for (int64_t e = first[s]; e < first[s + 1] && keep; e++)
                     if (task[e] >= 0 && bad[task[e]] == stamp) keep = false;
@@ -745,7 +753,7 @@ int64_t co_alg_fair_sets(int64_t n, const int64_t *first, const int32_t *dst,
         memcpy(in, next, nn);
     }
 out:
-    free(t.node); free(t.stack); free(t.wv); free(t.order); free(t.cstart); free(t.we);
+    free(t.node); free(t.so); free(t.wv); free(t.we); free(t.cstart);
     free(in); free(next); free(cnt);
     free(touched); free(seen); free(taken); free(bad);
     return count;
