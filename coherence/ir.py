@@ -863,6 +863,6 @@ def refuse_hierarchical(model: Model, what: str) -> None:
     if not model.is_hierarchical:
         return
     first = next(m for m in model.machines if m.kind is MachineKind.MACHINE)
-    raise SpecError(f"{what} does not support hierarchical specs yet (machine {first.name} "
-                    "and the `machine NAME[...]` form); use `coherence check --engine "
-                    "reference`", first.span)
+    raise SpecError(f"{what}: hierarchical specs are not supported yet (machine {first.name}, "
+                    "the `machine NAME[...]` form); `coherence check` runs them on the "
+                    "reference engine", first.span)

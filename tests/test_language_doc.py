@@ -20,7 +20,7 @@ BLOCKS = re.findall(r"```coh\n(.*?)```", DOC.read_text(), flags=re.S)
 EXPECTED = [("holds", 1), ("holds", 18), ("holds", 1), ("holds", 1), ("holds", 1),
             ("holds", 1), ("holds", 14), ("holds", 17), ("holds", 28), ("holds", 18),
             ("holds", 1), ("holds", 10), ("holds", 10), ("holds", 1), ("holds", 1),
-            ("holds", 10), ("holds", 6)]
+            ("holds", 10), ("holds", 6), ("fails", 119)]
 
 
 def test_doc_has_the_pinned_examples() -> None:

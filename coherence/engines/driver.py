@@ -11,7 +11,7 @@ and the verdict.
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -31,9 +31,6 @@ if TYPE_CHECKING:
 
 AUDITED_STATES = 512  # states whose successors are compared with a renamed copy's
 
-HIERARCHY_NO_SYMMETRY = ("symmetry reduction is not applied to hierarchical specs yet: every "
-                         "state was searched")
-
 NOT_SYMMETRIC = ("symmetry reduction was turned off: this model is not symmetric in its agents "
                  "(renaming the agents of a state does not rename its successors, e.g. a bus "
                  "broadcast whose receivers' order decides the outcome), so the search was "
@@ -50,15 +47,14 @@ def property_names(model: ir.Model) -> list[str]:
 
 def run(engine: Engine, model: ir.Model, options: CheckOptions | None = None) -> CheckResult:
     options = options or CheckOptions()
+    if engine.name != "reference":  # NOTE(hierarchy-refusal): the generated-C engines
+        ir.refuse_hierarchical(model, f"the {engine.name} engine")
     refuse_absurd(model)
     sem = Semantics(model)
     layout = Layout(model)
     notes: list[str] = []
     symmetric = options.symmetry and has_symmetry(model)
-    if symmetric and make_symmetry(sem) is None:
-        symmetric = False
-        notes.append(HIERARCHY_NO_SYMMETRY)
-    if symmetric and not symmetry_is_sound(sem, _symmetry(sem)):
+    if symmetric and not symmetry_is_sound(sem, make_symmetry(sem)):
         symmetric = False
         notes.append(NOT_SYMMETRIC)
     # NOTE(vacuity): witnesses are invariants like any other, so every engine checks them;
@@ -177,19 +173,13 @@ def coverage(model: ir.Model, raw: RawResult) -> list[Coverage] | None:
             if not t.stall and not (t.kind == "message" and t.name in bus)]
 
 
-def _symmetry(sem: Semantics) -> AnySymmetry:
-    sym = make_symmetry(sem)
-    assert sym is not None
-    return sym
-
-
 def symmetry_is_sound(sem: Semantics, sym: AnySymmetry, limit: int = AUDITED_STATES) -> bool:
     """NOTE(symmetry-soundness): the reduction is exact only if renaming the agents of a
     state renames its successors; the first ``limit`` states (breadth-first) are checked,
     cycling through generators of the symmetry group (for agents a transposition and a
     rotation, which together generate every renaming; for a hierarchy those of every index
     type, and of each nested one within each enclosing id)."""
-    perms = sym.generators()
+    perms: list[Any] = list(sym.generators())
     seen: set[bytes] = set()
     queue: deque[State] = deque()
     for s in sem.initial_states():

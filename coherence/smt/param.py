@@ -645,6 +645,7 @@ def prove_all(model: ir.Model, timeout: float | None = None,
     ``progress(done, total, what)`` is told of each proof obligation as it starts, and of the
     search for a concrete counterexample.
     """
+    ir.refuse_hierarchical(model, "the Z3 back end (coherence prove --agents any)")
     start = time.perf_counter()
     budget = Budget(timeout, rlimit, start)
     notes = ["deadlock freedom is not part of a proof for every N (check it at fixed sizes)"]

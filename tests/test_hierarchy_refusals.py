@@ -1,0 +1,94 @@
+"""Every back end that does not support hierarchical specs yet refuses one with a located
+error (NOTE(hierarchy-refusal)), never a traceback or a wrong answer; `coherence check` runs
+them on the reference engine."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import ROOT
+
+from coherence import ir
+from coherence.engines import check, get_engine
+from coherence.engines.driver import run
+from coherence.errors import SpecError
+from coherence.results import CheckOptions
+from coherence.spec.load import load_spec, load_spec_text
+
+TWO_LEVEL = str(ROOT / "tests/specs/hierarchy/two_level_wt.coh")
+WHERE = (24, 9)  # machine L1's name, the first general machine
+
+
+def _model() -> ir.Model:
+    return load_spec(TWO_LEVEL, {"gpus": 1, "sms": 1})
+
+
+def _prove_all(m: ir.Model) -> Any:
+    from coherence.smt.param import prove_all
+    return prove_all(m)
+
+
+def _compiled(m: ir.Model) -> Any:
+    return run(get_engine("compiled"), m, CheckOptions())
+
+
+# the back ends that do not take hierarchical specs yet (BMC, k-induction, the Murphi and
+# Promela exports, diagrams, random testing and litmus do: tests/test_hier_*.py,
+# tests/test_hierarchy_*.py)
+BACK_ENDS: dict[str, tuple[Callable[[ir.Model], Any], str]] = {
+    "prove for every N": (_prove_all, "the Z3 back end"),
+    "compiled engine through the driver": (_compiled, "the compiled engine"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BACK_ENDS))
+def test_back_end_refuses_with_a_located_error(name: str) -> None:
+    call, what = BACK_ENDS[name]
+    with pytest.raises(SpecError) as info:
+        call(_model())
+    err = info.value
+    assert err.message.startswith(f"{what}") and "hierarchical specs are not supported yet" \
+        in err.message
+    assert (Path(err.span.file).name, err.span.line, err.span.col) == (
+        "two_level_wt.coh", *WHERE)
+
+
+def test_two_kind_specs_are_not_refused() -> None:
+    m = load_spec(str(ROOT / "specs/msi_directory.coh"))
+    assert not m.is_hierarchical
+    ir.refuse_hierarchical(m, "anything")  # returns
+
+
+def test_liveness_is_refused() -> None:
+    text = (ROOT / "tests/specs/hierarchy/two_level_wt.coh").read_text()
+    text += "liveness settles: forall g: gpu :: L2[g].state == R;\n"
+    m = load_spec_text(text, "live.coh", {"gpus": 1, "sms": 1})
+    with pytest.raises(SpecError, match="liveness checking") as info:
+        check(m, CheckOptions(liveness=True), engine="reference")
+    assert (info.value.span.line, info.value.span.col) == WHERE
+
+
+@pytest.mark.parametrize("argv", [
+    ["prove", TWO_LEVEL, "--agents", "any"],
+    ["check", TWO_LEVEL, "--engine", "gpu"],
+    ["check", TWO_LEVEL, "--engine", "distributed"],
+])
+def test_the_command_line_exits_with_2(argv: list[str]) -> None:
+    out = subprocess.run([sys.executable, "-m", "coherence.cli", *argv], capture_output=True,
+                         text=True, cwd=ROOT, check=False)
+    assert out.returncode == 2, out.stderr
+    assert f"two_level_wt.coh:{WHERE[0]}:{WHERE[1]}: error: " in out.stderr
+    assert "hierarchical specs" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_auto_runs_the_reference_engine_with_a_note() -> None:
+    result = check(_model(), CheckOptions(), engine="auto")
+    assert result.engine == "reference" and result.verdict == "holds"
+    assert result.notes[0] == ("reference engine used: the compiled engine does not support "
+                               "hierarchical specs yet")
