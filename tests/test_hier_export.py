@@ -84,6 +84,36 @@ def test_two_level_agrees_with_spin(params: dict[str, int], verdict: str) -> Non
     assert ours.verdict == verdict
 
 
+# The bundled hierarchical specs (monitor skipped), one GPU with two SMs and two GPUs with one
+# SM; gpu_two_level fails at 2x1 by design (l2_copy_current), found by both checkers.
+BUNDLED = ("gpu_two_level", "multigpu_broadcast", "multigpu_broadcast_acked", "hmg")
+FAST_BUNDLED = {("gpu_two_level", 1, 2)}
+
+
+def _bundled_cases() -> list:
+    return [pytest.param(name, g, s, id=f"{name}-{g}x{s}",
+                         marks=[] if (name, g, s) in FAST_BUNDLED else [pytest.mark.slow])
+            for name in BUNDLED for g, s in ((1, 2), (2, 1))]
+
+
+def test_the_bundled_hierarchical_specs_exist() -> None:
+    for name in BUNDLED:
+        assert load_spec(ROOT / "specs" / f"{name}.coh").is_hierarchical
+
+
+@needs_spin
+@pytest.mark.parametrize(("name", "gpus", "sms"), _bundled_cases())
+def test_bundled_spec_agrees_with_spin(name: str, gpus: int, sms: int) -> None:
+    _spin_compare(_model(ROOT / "specs" / f"{name}.coh", gpus=gpus, sms=sms))
+
+
+@needs_rumur
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "gpus", "sms"), _bundled_cases())
+def test_bundled_spec_agrees_with_rumur(name: str, gpus: int, sms: int) -> None:
+    _rumur_compare(_model(ROOT / "specs" / f"{name}.coh", gpus=gpus, sms=sms))
+
+
 # Rumur's build (rumur + cc -O0) took 40-80 s a model on the shared machine: one model in the
 # default tier.
 RUMUR_SIZES = [
@@ -198,3 +228,27 @@ def test_multicast_agrees_with_rumur() -> None:
     with and without a prefix, each excluding one node."""
     ours, _ = _rumur_compare(load_spec_text(_HOLDING, "<multicast>"))
     assert ours.verdict == "holds"
+
+
+def test_rumur_symmetry_group_is_ours_only_without_two_nested_ids_under_two_parents() -> None:
+    """NOTE(murphi-hierarchy): Rumur permutes the sm scalarset once for every GPU."""
+    from coherence.export.murphi_hier import rumur_symmetry_is_ours
+    same = {(g, s): rumur_symmetry_is_ours(_model(TWO_LEVEL, gpus=g, sms=s))
+            for g, s in ((1, 3), (3, 1), (2, 2), (1, 1))}
+    assert same == {(1, 3): True, (3, 1): True, (2, 2): False, (1, 1): True}
+
+
+@needs_rumur
+@pytest.mark.slow
+@pytest.mark.parametrize("params", [{"gpus": 1, "sms": 3, "capacity": 1},
+                                    {"gpus": 2, "sms": 1, "capacity": 2}],
+                         ids=["1gpu-3sm-cap1", "2gpu-1sm-cap2"])
+def test_rumur_exhaustive_symmetry_matches_ours_where_the_groups_coincide(
+        params: dict[str, int]) -> None:
+    model = _model(TWO_LEVEL, **params)
+    ours = check(model, CheckOptions(symmetry=True))
+    if ours.symmetry != "exact":
+        pytest.skip("our checker does not reduce hierarchical specs by symmetry yet")
+    theirs = run_rumur(to_murphi(model), symmetry="exhaustive")
+    assert ours.verdict == theirs.verdict == "holds"
+    assert theirs.states == ours.states

@@ -77,7 +77,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"  rumur: {theirs['verdict']:6} {theirs['states']:>9,} states  "
               f"{theirs['seconds']:.2f} s  (symmetry {theirs['symmetry']}; build "
               f"{theirs['compile_seconds']:.1f} s)")
-        print(f"  verdicts {'agree' if doc['verdicts_agree'] else 'DISAGREE'}")
+        counts = doc["counts_agree"]
+        print(f"  verdicts {'agree' if doc['verdicts_agree'] else 'DISAGREE'}"
+              + ("" if counts is None else f"; counts {'agree' if counts else 'DISAGREE'}"))
     return int(doc["exit_code"])
 
 
@@ -125,6 +127,12 @@ def _cross_check(model: Any, text: str, symmetry: str) -> dict[str, Any]:
     ours = check(model, CheckOptions(symmetry=symmetry != "off"))
     theirs = run_rumur(text, symmetry=symmetry, optimize=True)
     agree = ours.verdict == theirs.verdict
+    # Rumur stops at its first error: counts compare only when both hold, and with symmetry
+    # only where both reduce by the same group (NOTE(murphi-hierarchy)).
+    comparable = ours.verdict == "holds"
+    if model.is_hierarchical and symmetry != "off":
+        from coherence.export.murphi_hier import rumur_symmetry_is_ours
+        comparable &= ours.symmetry == "exact" and rumur_symmetry_is_ours(model)
     return {
         "params": {p.name: p.value for p in model.params},
         "ours": {"verdict": ours.verdict, "states": ours.states, "seconds": ours.seconds,
@@ -133,8 +141,7 @@ def _cross_check(model: Any, text: str, symmetry: str) -> dict[str, Any]:
                   "seconds": theirs.seconds, "compile_seconds": theirs.compile_seconds,
                   "symmetry": symmetry},
         "verdicts_agree": agree,
-        # Rumur stops at its first error: counts compare only when both hold.
-        "counts_agree": ours.states == theirs.states if ours.verdict == "holds" else None,
+        "counts_agree": ours.states == theirs.states if comparable else None,
         "exit_code": 0 if agree else 1,
     }
 

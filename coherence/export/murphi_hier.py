@@ -1207,6 +1207,15 @@ class HierMurphiExporter:
         return "\n".join(out) + "\n"
 
 
+def rumur_symmetry_is_ours(model: ir.Model) -> bool:
+    """Whether Rumur's symmetry group on the export (one permutation per scalarset) is the
+    group our symmetry reduces by (ids of a nested index type permuted within each id of its
+    parent): they coincide when no nested index type has two ids under a parent with two
+    (NOTE(murphi-hierarchy))."""
+    sizes = {t.name: t.n for t in model.indexes}
+    return all(t.parent is None or t.n <= 1 or sizes[t.parent] <= 1 for t in model.indexes)
+
+
 def hier_to_murphi(model: ir.Model) -> str:
     """The Murphi text of a hierarchical ``model`` (see the module doc)."""
     return HierMurphiExporter(model).export()
