@@ -274,6 +274,26 @@ def test_bmc_agrees_with_the_checker(path: Path, params: dict[str, int], depth: 
         _replays(model, f)
 
 
+@pytest.mark.parametrize(("spec", "depth", "want"), [
+    pytest.param("multigpu_broadcast", 6, {"invariant:data_value": 6}, id="broadcast"),
+    pytest.param("multigpu_broadcast", 7, {"invariant:data_value": 6,
+                                           "invariant:stale_copy_is_doomed": 7},
+                 id="broadcast-7", marks=pytest.mark.slow),
+    pytest.param("gpu_two_level", 7, {"invariant:l2_copy_current": 7}, id="two_level-7",
+                 marks=pytest.mark.slow),
+])
+def test_bmc_finds_the_bundled_specs_failures(spec: str, depth: int,
+                                              want: dict[str, int]) -> None:
+    """The bundled specs that fail by design (2 GPUs x 1 SM): BMC's first failing depth per
+    invariant is the checker's shortest counterexample, and each trace replays."""
+    model = load_spec(SPECS / f"{spec}.coh", {"gpus": 2, "sms": 1})
+    assert checker_groups(model, depth) == want
+    result = bmc(model, depth, all_failures=True, rlimit=RLIMIT)
+    assert result.groups == want
+    for f in result.failures:
+        _replays(model, f)
+
+
 def _replays(model: ir.Model, f: Failure) -> None:
     """The trace's actions, executed by the reference semantics from its initial state, are
     each enabled, and the last state (or step) shows the failure."""
