@@ -137,9 +137,9 @@ def test_indices_need_index_types_in_a_two_kind_spec() -> None:
 
 def test_generated_c_engines_refuse_with_a_located_error() -> None:
     out = subprocess.run([sys.executable, "-m", "coherence.cli", "check", TWO_LEVEL,
-                          "--engine", "compiled"], capture_output=True, text=True, cwd=ROOT,
+                          "--engine", "gpu"], capture_output=True, text=True, cwd=ROOT,
                          check=False)
     assert out.returncode == 2
-    assert ("two_level_wt.coh:24:9: error: the compiled engine: hierarchical specs are not "
+    assert ("two_level_wt.coh:24:9: error: the gpu engine: hierarchical specs are not "
             "supported yet") in out.stderr
     assert "Traceback" not in out.stderr

@@ -16,8 +16,9 @@ from coherence.results import CheckOptions, CheckResult
 
 ENGINE_NAMES = ("auto", "reference", "compiled", "gpu", "distributed")
 
-HIERARCHY_NOTE = ("reference engine used: the compiled engine does not support hierarchical "
-                  "specs yet")
+# NOTE(hierarchy-refusal): the engines that translate hierarchical specs (the compiled engine
+# through cgen/chier.py); the GPU and distributed engines refuse them
+HIERARCHY_ENGINES = ("auto", "reference", "compiled")
 
 
 class EngineUnavailable(Exception):
@@ -68,14 +69,8 @@ def resolve_engine(name: str, settings: Mapping[str, Any] | None = None
 def check(model: ir.Model, options: CheckOptions | None = None,
           engine: str = "reference", settings: Mapping[str, Any] | None = None) -> CheckResult:
     from coherence.engines.driver import run
-    if model.is_hierarchical and engine != "reference":
-        # NOTE(hierarchy-refusal): the generated-C engines do not translate the general
-        # machines yet: auto takes the reference engine, an explicit choice is refused
-        if engine != "auto":
-            ir.refuse_hierarchical(model, f"the {engine} engine")
-        result = run(get_engine("reference"), model, options)
-        result.notes.insert(0, HIERARCHY_NOTE)
-        return result
+    if model.is_hierarchical and engine not in HIERARCHY_ENGINES:
+        ir.refuse_hierarchical(model, f"the {engine} engine")
     chosen, notes = resolve_engine(engine, settings)
     try:
         result = run(chosen, model, options)

@@ -69,6 +69,9 @@ class CModel:
         self.model = model
         self.layout = layout
         self.n = n = model.agents
+        # every node id a message may name (agents and the home; a hierarchical spec's
+        # machine instances)
+        self.nodes = layout.nodes
         self.lines = model.lines
         self.values = model.values
         self.home = model.home
@@ -131,6 +134,7 @@ class CModel:
                 self.cstart[v.name] = c
                 c += self.cshape[v.name].size
             self.cache_stride = c
+        self._place_nodes(off)
         self._check_positions()
         self.mon_stride = 1 + self.values
         self.mon_base = self.lines * self.line_stride
@@ -149,9 +153,10 @@ class CModel:
                 nuc += 1
             elif net.ordering == "fifo":
                 info.queues = [self.ridx[q[0]] for q in lay.queues]
-                table = [-1] * (self.lines * (n + 1) * (n + 1))
+                nn = self.nodes
+                table = [-1] * (self.lines * nn * nn)
                 for (line, src, dst), q in zip(lay.pairs, info.queues, strict=True):
-                    table[(line * (n + 1) + src) * (n + 1) + dst] = q
+                    table[(line * nn + src) * nn + dst] = q
                 info.pair_q = table
             self.nets.append(info)
         self.nuc = nuc
@@ -168,6 +173,10 @@ class CModel:
         # failure keys
         self.keys: list[tuple[str, ...]] = []
         self._key_index: dict[tuple[str, ...], int] = {}
+
+    def _place_nodes(self, off: int) -> None:
+        """Where a hierarchical spec's machine instances sit in a line, from ``off``
+        (``chier.HierCModel``); the two built-in kinds are placed above."""
 
     def _check_positions(self) -> None:
         """The offsets computed here must be the layout's (it is the one format)."""

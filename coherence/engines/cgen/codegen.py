@@ -50,7 +50,11 @@ class GeneratedModel:
 def generate(model: ir.Model, layout: Layout, liveness: bool = False) -> GeneratedModel:
     """The C source of ``model`` (bound to its parameters) in ``layout``'s packed format;
     ``liveness`` adds what the liveness graph needs (NOTE(compiled-liveness))."""
-    gen = _Gen(CModel(model, layout), liveness)
+    if model.is_hierarchical:
+        from coherence.engines.cgen.chier import hier_generator
+        gen = hier_generator(model, layout, liveness)
+    else:
+        gen = _Gen(CModel(model, layout), liveness)
     source = gen.build()
     return GeneratedModel(source, tuple(gen.cm.keys), layout)
 
@@ -60,6 +64,8 @@ def _fn(name: str) -> str:
 
 
 class _Gen:
+    frame_class: type[Frame] = Frame  # NOTE(hierarchy): chier.HierFrame for hierarchical specs
+
     def __init__(self, cm: CModel, liveness: bool = False) -> None:
         self.cm = cm
         self.liveness = liveness
@@ -82,11 +88,14 @@ class _Gen:
             self._bus_function(t, depth)
         expand = self._expand()
         props = self._properties()
-        sym = symmetry_source(cm)
+        sym = self._symmetry()
         initial = self._initial()
         live = [live_source(cm)] if self.liveness else []
         return "\n".join([self._header(), *parts, *self.protos, "", *self.defs, expand,
                           props, initial, sym, *live])
+
+    def _symmetry(self) -> str:
+        return symmetry_source(self.cm)
 
     def _header(self) -> str:
         cm, lay = self.cm, self.cm.layout
@@ -232,7 +241,7 @@ CO_FN void co_finish(const co_u *w, int r, co_sink *sink, int *rules, int *live)
         out = []
         tests = []
         for i, a in enumerate(self.cm.model.assumptions):
-            f = Frame(self.cm, "inv")
+            f = self.frame_class(self.cm, "inv")
             v = f.ex(a.expr)
             f.emit(f"return {v} != 0;")
             out.append(f"/* assume {_comment(a.name)} ({a.span}) */\n"
@@ -263,7 +272,7 @@ CO_FN int co_send_{info.index}(co_u *u, uint64_t rec) {{
 }}
 """
         if info.net.ordering == "fifo":
-            n1 = cm.n + 1
+            n1 = cm.nodes
             table = ", ".join(str(q) for q in info.pair_q)
             return f"""/* {_comment(info.net.name)}: fifo per (line, src, dst), capacity {cap} */
 CO_CONST int co_fifo_{info.index}[{len(info.pair_q)}] = {{{table}}};
@@ -336,7 +345,7 @@ CO_FN void co_mon_load(co_u *u, int line, int p, int v) {{
         name = self._name(m, t)
         self.protos.append(f"CO_FN int co_g_{name}(const co_u *u, int line, int self, int src, "
                            "const int *mf, const int *pr);")
-        f = Frame(self.cm, "guard", m, message=self._message_of(t), params=t.params)
+        f = self.frame_class(self.cm, "guard", m, message=self._message_of(t), params=t.params)
         assert t.guard is not None
         v = f.ex(t.guard)
         f.check(v, t.span)
@@ -356,7 +365,7 @@ CO_FN void co_mon_load(co_u *u, int line, int p, int v) {{
         self.bodies[key] = fname
         self.protos.append(f"CO_BIG int {fname}(co_u *u, int line, int self, int src, "
                            "const int *mf, const int *pr);")
-        f = Frame(self.cm, "body", m, depth, self._message_of(t), self._bus_request,
+        f = self.frame_class(self.cm, "body", m, depth, self._message_of(t), self._bus_request,
                   params=t.params)
         f.emit("int gt = -1;")
         f.block(t.body)
@@ -409,6 +418,12 @@ CO_FN void co_mon_load(co_u *u, int line, int p, int v) {{
 }}
 """)
 
+    def _receivers(self) -> list[tuple[ir.Machine | None, str, str]]:
+        """Who a message to node ``dst`` arrives at: (machine, C test on ``dst``, its
+        ``self``), in the order they are tested."""
+        cm = self.cm
+        return [(cm.home, "dst == CO_AGENTS", "CO_AGENTS"), (cm.cache, "dst < CO_AGENTS", "dst")]
+
     def _bus_function(self, t: int, depth: int) -> None:
         """``Semantics._deliver_now``: the receiver's one enabled handler runs at ``depth``;
         ``kb`` .. ``kb + 3`` are the send's no-machine, bus-no-transition, bus-stall and
@@ -417,12 +432,11 @@ CO_FN void co_mon_load(co_u *u, int line, int p, int v) {{
         name = cm.model.messages[t].name
         lines = [f"CO_BIG int co_bus_{t}_d{depth}(co_u *u, int line, int src, int dst, "
                  "const int *mf, int kb) {"]
-        for machine, cond in ((cm.home, "dst == CO_AGENTS"), (cm.cache, "dst < CO_AGENTS")):
+        for machine, cond, self_ in self._receivers():
             lines.append(f"    if ({cond}) {{")
             if machine is None:
                 lines += ["        return CO_E(kb);", "    }"]
                 continue
-            self_ = "CO_AGENTS" if machine.kind == "home" else "dst"
             lines.append(f"        const int self = {self_};")
             lines.append(f"        switch (u->v[{cm.state_slot(machine, 'line', 'self')}]) {{")
             for s in range(machine.state_type.size()):
@@ -470,17 +484,7 @@ CO_FN void co_mon_load(co_u *u, int line, int p, int v) {{
                 "    co_u u;", "    co_unpack(s, &u);",
                 "    int rules = 0;", "    *live = 0;", "    *problems = 0;",
                 "    for (int line = 0; line < CO_LINES; line++) {"]
-        if cm.cache is not None:
-            body += ["        for (int a = 0; a < CO_AGENTS; a++) {",
-                     f"            const unsigned st = u.v[{cm.cache_block('line', 'a')}];"]
-            body += self._instances(cm.cache, "a", "            ")
-            body.append("        }")
-        if cm.home is not None:
-            body.append("        {")
-            body.append(f"            const unsigned st = "
-                        f"u.v[{cm.state_slot(cm.home, 'line', '0')}];")
-            body += self._instances(cm.home, "CO_AGENTS", "            ")
-            body.append("        }")
+        body += self._spontaneous()
         body.append("    }")
         for info in cm.nets:
             lay = info.lay
@@ -501,6 +505,23 @@ CO_FN void co_mon_load(co_u *u, int line, int p, int v) {{
                          "    }"]
         body += ["    return rules;", "}", ""]
         return "\n".join(out + body)
+
+    def _spontaneous(self) -> list[str]:
+        """``co_expand``'s events and rules of every machine on ``line``."""
+        cm = self.cm
+        body = []
+        if cm.cache is not None:
+            body += ["        for (int a = 0; a < CO_AGENTS; a++) {",
+                     f"            const unsigned st = u.v[{cm.cache_block('line', 'a')}];"]
+            body += self._instances(cm.cache, "a", "            ")
+            body.append("        }")
+        if cm.home is not None:
+            body.append("        {")
+            body.append(f"            const unsigned st = "
+                        f"u.v[{cm.state_slot(cm.home, 'line', '0')}];")
+            body += self._instances(cm.home, "CO_AGENTS", "            ")
+            body.append("        }")
+        return body
 
     def _instances(self, m: ir.Machine, self_: str, ind: str) -> list[str]:
         out = []
@@ -547,8 +568,7 @@ CO_FN void co_mon_load(co_u *u, int line, int p, int v) {{
                                f"{lo})")
             lines.append(f"        const int mf[{max(1, len(decoded))}] = "
                          f"{{{', '.join(decoded) or '0'}}};")
-            for machine, cond in ((cm.home, "dst == CO_AGENTS"),
-                                  (cm.cache, "dst < CO_AGENTS")):
+            for machine, cond, self_ in self._receivers():
                 lines.append(f"        if ({cond}) {{")
                 if machine is None:
                     k = cm.key(("no-transition", "", msg.name, ""))
@@ -556,7 +576,6 @@ CO_FN void co_mon_load(co_u *u, int line, int p, int v) {{
                               f"            co_emit_failure(sink, {k});",
                               "            return;", "        }"]
                     continue
-                self_ = "CO_AGENTS" if machine.kind == "home" else "dst"
                 lines.append(f"            switch (u->v[{cm.state_slot(machine, 'line', self_)}"
                              "]) {")
                 for s, sname in enumerate(machine.state_type.members):
@@ -589,7 +608,7 @@ CO_FN void co_mon_load(co_u *u, int line, int p, int v) {{
         check = ["CO_FN int co_check_state(const co_state *s, int *keys, int max) {",
                  "    co_u u;", "    co_unpack(s, &u);", "    int n = 0;"]
         for i, inv in enumerate(cm.model.invariants):
-            f = Frame(cm, "inv")
+            f = self.frame_class(cm, "inv")
             v = f.ex(inv.expr)
             f.emit(f"return {v} != 0;")
             out.append(f"/* invariant {_comment(inv.name)} ({inv.span}) */\n"
@@ -609,6 +628,14 @@ CO_FN void co_mon_load(co_u *u, int line, int p, int v) {{
         if cm.nr:
             quiet.append("    for (int k = 0; k < CO_NR; k++) if (u.r[k]) return 0;")
         quiet.append("    for (int line = 0; line < CO_LINES; line++) {")
+        quiet += self._stable_tests()
+        quiet += ["    }", "    return 1;", "}", ""]
+        return "\n".join(out + check + quiet)
+
+    def _stable_tests(self) -> list[str]:
+        """``co_quiescent``'s test, on ``line``, that every machine is in a stable state."""
+        cm = self.cm
+        quiet = []
         for m, agent in ((cm.home, "0"), (cm.cache, "a")):
             if m is None:
                 continue
@@ -619,8 +646,7 @@ CO_FN void co_mon_load(co_u *u, int line, int p, int v) {{
                 quiet.append(f"        for (int a = 0; a < CO_AGENTS; a++) {test}")
             else:
                 quiet.append(f"        {test}")
-        quiet += ["    }", "    return 1;", "}", ""]
-        return "\n".join(out + check + quiet)
+        return quiet
 
     def _initial(self) -> str:
         cm = self.cm
