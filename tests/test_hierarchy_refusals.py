@@ -1,6 +1,6 @@
 """Every back end that does not support hierarchical specs yet refuses one with a located
 error (NOTE(hierarchy-refusal)), never a traceback or a wrong answer; `coherence check` runs
-them on the reference engine."""
+them on the reference or the compiled engine (tests/test_compiled_hierarchy.py)."""
 
 from __future__ import annotations
 
@@ -33,16 +33,16 @@ def _prove_all(m: ir.Model) -> Any:
     return prove_all(m)
 
 
-def _compiled(m: ir.Model) -> Any:
-    return run(get_engine("compiled"), m, CheckOptions())
+def _gpu(m: ir.Model) -> Any:
+    return run(get_engine("gpu"), m, CheckOptions())
 
 
 # the back ends that do not take hierarchical specs yet (BMC, k-induction, the Murphi and
-# Promela exports, diagrams, random testing and litmus do: tests/test_hier_*.py,
-# tests/test_hierarchy_*.py)
+# Promela exports, diagrams, random testing, litmus and the compiled engine do:
+# tests/test_hier_*.py, tests/test_hierarchy_*.py, tests/test_compiled_hierarchy.py)
 BACK_ENDS: dict[str, tuple[Callable[[ir.Model], Any], str]] = {
     "prove for every N": (_prove_all, "the Z3 back end"),
-    "compiled engine through the driver": (_compiled, "the compiled engine"),
+    "GPU engine through the driver": (_gpu, "the gpu engine"),
 }
 
 
@@ -85,10 +85,3 @@ def test_the_command_line_exits_with_2(argv: list[str]) -> None:
     assert f"two_level_wt.coh:{WHERE[0]}:{WHERE[1]}: error: " in out.stderr
     assert "hierarchical specs" in out.stderr
     assert "Traceback" not in out.stderr
-
-
-def test_auto_runs_the_reference_engine_with_a_note() -> None:
-    result = check(_model(), CheckOptions(), engine="auto")
-    assert result.engine == "reference" and result.verdict == "holds"
-    assert result.notes[0] == ("reference engine used: the compiled engine does not support "
-                               "hierarchical specs yet")
