@@ -20,7 +20,7 @@ from coherence.spec.select import drop_properties
 
 NOAUX = ROOT / "tests" / "specs" / "infer"
 # Z3's deterministic budget per Houdini check (never a wall clock)
-OPTS = dict(rlimit=2_000_000, final_rlimit=PROOF_RLIMIT)
+OPTS = dict(rlimit=20_000_000, final_rlimit=PROOF_RLIMIT)
 
 
 def _model(path: Path) -> object:

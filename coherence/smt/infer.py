@@ -2,9 +2,10 @@
 
 1. Mining (``infer_mine``): candidate clauses that hold in every explored state at 2 and 3
    agents (a breadth-first prefix where a size is too large for the time allowed).
-2. Houdini (``infer_houdini``): the candidates the proof of the spec's own invariants needs,
-   found from its obligations and counterexamples to induction; candidates not preserved are
-   dropped.
+2. Houdini (``infer_qf``): every candidate not preserved by some action is dropped, on
+   quantifier-free weakenings of the obligations (each hypothesis instantiated over the nodes
+   one step touches, ``infer_ground``); the *support* is what the proofs of the spec's own
+   invariants, error freedom and "no message without a transition" use (unsat cores).
 3. The support is printed as ``invariant aux`` lines, and the spec with those lines appended
    is proved again from scratch by ``param.prove_all``: the verdict is that proof's, so an
    inferred set can never make a false proof (and a spec the prover refutes stays refuted).
@@ -26,11 +27,11 @@ from coherence.smt.state import Unsupported
 @attrs.define
 class InferOptions:
     sizes: tuple[int, ...] = (2, 3)
-    max_states: int = 20_000  # per size, for the breadth-first prefix
-    explore_seconds: float = 8.0  # all sizes together
+    max_states: int = 50_000  # per size, for the breadth-first prefix
+    explore_seconds: float = 120.0  # all sizes together
     literals: dict[str, int] = attrs.Factory(
         lambda: {"global": 2, "agent": 4, "pair": 3, "msg": 3})
-    rlimit: int = 2_000_000  # per unbounded Houdini check
+    rlimit: int = 20_000_000  # per Houdini query (quantifier-free: deterministic units)
     timeout: float | None = None  # the final proof's (prove --timeout)
     final_rlimit: int | None = None  # the final proof's (prove --rlimit)
 
@@ -51,7 +52,7 @@ def infer(model: ir.Model, options: InferOptions | None = None,
           progress: Callable[[str], None] | None = None) -> InferResult:
     """Mine, select and prove (see the module docstring). Raises ``Unsupported`` (exit 2) for a
     spec outside the fragment of ``--agents any``, before any exploration."""
-    from coherence.smt.infer_houdini import houdini
+    from coherence.smt.infer_qf import houdini_qf
     from coherence.smt.infer_mine import mine
     from coherence.smt.param import ParamEncoder
     from coherence.spec.load import extend
@@ -66,11 +67,11 @@ def infer(model: ir.Model, options: InferOptions | None = None,
         proof = prove_all(model, timeout=opts.timeout, rlimit=opts.final_rlimit)
         return InferResult(proof, [], {}, f"no inference: {unsupported.message}", model)
     say("exploring small instances")
-    cands, mstats, templates = mine(model, opts.sizes, opts.max_states, opts.explore_seconds,
+    cands, mstats, _templates = mine(model, opts.sizes, opts.max_states, opts.explore_seconds,
                                     opts.literals)
     t1 = time.perf_counter()
     say(f"{len(cands)} candidates hold in every explored state; Houdini")
-    h = houdini(model, cands, templates, rlimit=opts.rlimit, progress=say)
+    h = houdini_qf(model, cands, progress=say, rlimit=opts.rlimit)
     t2 = time.perf_counter()
     taken = {inv.name for inv in model.invariants}
     names = _names(taken, len(h.support))
@@ -89,13 +90,11 @@ def infer(model: ir.Model, options: InferOptions | None = None,
                      for n, s, c, sec in mstats.sizes],
         "conjunctions_tested": mstats.generated,
         "candidates": len(cands),
-        "taken_in": h.selected,
-        "dropped": h.dropped,
+        "after_houdini": len(h.alive),
         "support": len(h.support),
         "final": len(lines),
-        "houdini_queries": h.queries,
-        "ctis": h.ctis,
-        "unknown_checks": h.unknown,
+        "houdini_queries": h.stats["queries"],
+        "unknown_checks": h.stats["unknown"],
         "seconds": {"explore": round(mstats.seconds_explore, 3),
                     "filter": round(mstats.seconds_filter, 3),
                     "houdini": round(t2 - t1, 3), "final_proof": round(t3 - t2, 3),

@@ -1,0 +1,70 @@
+"""``infer_ground``: quantifier-free weakenings are sound (an unsatisfiable grounding means the
+quantified formula is unsatisfiable) and precise enough to prove what instances prove."""
+
+from __future__ import annotations
+
+import z3
+
+from coherence.smt.infer_ground import Grounder, instances
+
+NODE = z3.DeclareSort("TestNode")
+P = z3.Function("P", NODE, z3.BoolSort())
+R = z3.Function("R", NODE, NODE, z3.BoolSort())
+a, b, c = z3.Consts("a b c", NODE)
+x, y = z3.Consts("x y", NODE)
+
+
+def _unsat(*fs: z3.BoolRef) -> bool:
+    s = z3.Solver()
+    s.set("rlimit", 5_000_000)  # deterministic units, never a wall clock
+    s.add(*fs)
+    r = s.check()
+    assert r != z3.unknown
+    return r == z3.unsat
+
+
+def test_universal_hypothesis_is_instantiated_over_the_terms() -> None:
+    g = Grounder(NODE, [a, b])
+    hyp = g(z3.ForAll([x], P(x)))
+    assert not z3.is_quantifier(hyp)
+    assert _unsat(hyp, z3.Not(P(a)))
+    # a term outside the set is not covered: a weakening, never a stronger claim
+    assert not _unsat(hyp, z3.Not(P(c)))
+
+
+def test_negated_universal_goal_is_witnessed_by_the_pool() -> None:
+    g = Grounder(NODE, [a, b])
+    goal = g.goal(z3.Not(z3.ForAll([x, y], R(x, y))), [a, b])
+    assert not z3.is_quantifier(goal)
+    assert _unsat(goal, R(a, b))
+
+
+def test_existential_in_a_hypothesis_gets_a_witness_per_instance() -> None:
+    # forall x. exists y. R(x, y): one Skolem term per instance, never one shared witness
+    t = Grounder(NODE, [a, b], (x,))
+    tmpl = t(z3.Exists([y], R(x, y)))
+    both = z3.And(instances(tmpl, (x,), [(a,), (b,)]))
+    assert not z3.is_quantifier(both)
+    # R(a, w) and R(b, w') with w != w' allowed: "no node relates to two" stays satisfiable
+    distinct_witness = z3.ForAll([x, y], z3.Implies(z3.And(R(a, x), R(b, y)), x != y))
+    assert not _unsat(both, distinct_witness, a != b)
+
+
+def test_polarity_under_negation_and_implication() -> None:
+    g = Grounder(NODE, [a])
+    # (exists x. P(x)) -> P(a), asserted: the existential is in a negative position, i.e. a
+    # universal: instantiated at a, it gives P(a) -> P(a)
+    f = g(z3.Implies(z3.Exists([x], P(x)), P(a)))
+    assert not z3.is_quantifier(f)
+    assert not _unsat(f)
+    # not (forall x. P(x)) with P true at every term is still satisfiable (a fresh witness)
+    assert not _unsat(g(z3.Not(z3.ForAll([x], P(x)))), P(a))
+
+
+def test_quantifier_inside_a_term_if_is_lifted() -> None:
+    bv = z3.BitVecSort(16)
+    as_int = z3.If(z3.ForAll([x], P(x)), z3.BitVecVal(1, bv), z3.BitVecVal(0, bv))
+    g = Grounder(NODE, [a])
+    f = g(as_int != 0)  # "forall x. P(x)" as the encoders write it
+    assert not g.has_quantifier(f)
+    assert _unsat(f, z3.Not(P(a)))
