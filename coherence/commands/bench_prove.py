@@ -120,16 +120,19 @@ def _run_infer(args: argparse.Namespace) -> int:
         emit_json({"tool": "coherence bench prove --infer", "infer": rows})
         return 0
     out = out_console()
-    out.print("spec | verdict | candidates | taken in | kept | final | explore s | filter s "
-              "| Houdini s | final proof s | total s | hand-written aux proof s", markup=False)
+    out.print("spec | verdict | conjunctions tested | candidates (reachable filter) | after "
+              "Houdini | support | final | explore s | filter s | Houdini s (queries) | final "
+              "proof s | total s | hand-written aux proof s", markup=False)
     for r in rows:
         st = r["stats"]
         sec = st.get("seconds", {})
         base = r.get("baseline")
         out.print(" | ".join(str(x) for x in (
-            r["spec"], r["verdict"], st.get("candidates", "-"), st.get("taken_in", "-"),
-            st.get("support", "-"), st.get("final", "-"), sec.get("explore", "-"),
-            sec.get("filter", "-"), sec.get("houdini", "-"), sec.get("final_proof", "-"),
+            r["spec"], r["verdict"], st.get("conjunctions_tested", "-"),
+            st.get("candidates", "-"), st.get("after_houdini", "-"), st.get("support", "-"),
+            st.get("final", "-"), sec.get("explore", "-"), sec.get("filter", "-"),
+            f"{sec.get('houdini', '-')} ({st.get('houdini_queries', '-')})",
+            sec.get("final_proof", "-"),
             r["seconds"], f"{base['seconds']} ({base['verdict']})" if base else "-")),
             markup=False)
         if r["detail"]:
