@@ -68,3 +68,15 @@ def test_quantifier_inside_a_term_if_is_lifted() -> None:
     f = g(as_int != 0)  # "forall x. P(x)" as the encoders write it
     assert not g.has_quantifier(f)
     assert _unsat(f, z3.Not(P(a)))
+
+
+def test_nested_goal_quantifiers_take_the_pools_constants() -> None:
+    # not (forall x. P(x) -> b2i(forall y. R(x, y)) != 0), as the encoder writes a two-agent
+    # invariant: both witnesses come from the pool, so hypotheses instantiated there apply
+    bv = z3.BitVecSort(16)
+    inner = z3.If(z3.ForAll([y], R(x, y)), z3.BitVecVal(1, bv), z3.BitVecVal(0, bv))
+    inv = z3.ForAll([x], z3.Implies(P(x), inner != 0))
+    g = Grounder(NODE, [a, b])
+    goal = g.goal(z3.Not(inv), [a, b])
+    assert "sk!" not in goal.sexpr()
+    assert _unsat(goal, g(inv))

@@ -52,8 +52,8 @@ def infer(model: ir.Model, options: InferOptions | None = None,
           progress: Callable[[str], None] | None = None) -> InferResult:
     """Mine, select and prove (see the module docstring). Raises ``Unsupported`` (exit 2) for a
     spec outside the fragment of ``--agents any``, before any exploration."""
-    from coherence.smt.infer_qf import houdini_qf
     from coherence.smt.infer_mine import mine
+    from coherence.smt.infer_qf import houdini_qf
     from coherence.smt.param import ParamEncoder
     from coherence.spec.load import extend
     opts = options or InferOptions()

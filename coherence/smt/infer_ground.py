@@ -99,9 +99,20 @@ class Grounder:
             return z3.Or(parts) if pos else z3.And(parts)
         if k == z3.Z3_OP_NOT:
             return z3.Not(self._goal(t.arg(0), not pos, pool, used))
-        if k == z3.Z3_OP_IMPLIES and pos:
-            return z3.Or(z3.Not(self._goal(t.arg(0), False, pool, used)),
-                         self._goal(t.arg(1), True, pool, used))
+        if k == z3.Z3_OP_IMPLIES:
+            a, b = t.children()
+            if pos or not (self.has_quantifier(a) and self.has_quantifier(b)):
+                return z3.Or(z3.Not(self._goal(a, not pos, pool, used)),
+                             self._goal(b, pos, pool, used))
+        if k in (z3.Z3_OP_AND, z3.Z3_OP_OR):  # conjunctive here: the pool goes to a single
+            cs = t.children()                  # conjunct with existentials, never to two
+            if sum(self.has_quantifier(c) for c in cs) == 1:
+                parts = [self._goal(c, pos, pool, used) for c in cs]
+                return z3.And(parts) if k == z3.Z3_OP_AND else z3.Or(parts)
+        if k not in (z3.Z3_OP_AND, z3.Z3_OP_OR, z3.Z3_OP_IMPLIES):
+            lifted = self._lift(t)
+            if lifted is not None:
+                return self._goal(lifted, pos, pool, used)
         return self.ground(t, pos)
 
     def _skolem(self, sort: Any) -> Any:
@@ -147,16 +158,29 @@ class Grounder:
             a, b = t.children()
             return z3.And(z3.Or(z3.Not(self.ground(a, not pos)), self.ground(b, pos)),
                           z3.Or(z3.Not(self.ground(b, not pos)), self.ground(a, pos)))
-        if t.sort() == _BOOL:  # an atom with a quantifier inside a term: lift its If
-            ite = self._quantified_ite(t)
-            if ite is not None:
-                c, a, b = ite.children()
-                then = z3.simplify(z3.substitute(t, (ite, a)))
-                other = z3.simplify(z3.substitute(t, (ite, b)))
-                return self.ground(z3.If(c, then, other), pos)
+        lifted = self._lift(t)
+        if lifted is not None:
+            return self.ground(lifted, pos)
         # a quantifier inside a term that is not an If's condition (e.g. an array lambda):
         # kept as it is (exact)
         return t
+
+    def _lift(self, t: Any) -> Any | None:
+        """An atom with a quantifier inside a term (``b2i(forall ...) != 0``) as the Boolean
+        ``If`` of that quantifier, or None."""
+        if t.sort() != _BOOL:
+            return None
+        ite = self._quantified_ite(t)
+        if ite is None:
+            return None
+        c, a, b = ite.children()
+        then = z3.simplify(z3.substitute(t, (ite, a)))
+        other = z3.simplify(z3.substitute(t, (ite, b)))
+        if z3.is_true(then) and z3.is_false(other):
+            return c
+        if z3.is_false(then) and z3.is_true(other):
+            return z3.Not(c)
+        return z3.If(c, then, other)
 
     def _quantified_ite(self, t: Any) -> Any | None:
         """A non-Boolean ``If`` inside ``t`` whose condition has a quantifier."""

@@ -240,10 +240,35 @@ def mine(model: ir.Model, sizes: Iterable[int] = (2, 3), max_states: int = 20_00
         cands, tried = _enumerate(kind, table, k)
         generated += tried
         out += cands
+    out = _across_templates(out)
     stats = MineStats([(ex.agents, len(ex.states), ex.complete, ex.seconds) for ex in explored],
                       {k: len(t.rows) for k, t in tables.items()}, generated, len(out),
                       t1 - t0, time.perf_counter() - t1)
     return out, stats, tpl
+
+
+def _across_templates(cands: list[Candidate]) -> list[Candidate]:
+    """Without the clauses another template's clause implies: a message or agent clause whose
+    literals about the home and one agent (``m.src``, ``m.dst``, ``i`` or ``j``) contain a
+    global or one-agent clause's says less than it (``forall m :: C(m.src)`` follows from
+    ``forall i :: C(i)``)."""
+    one = {"g": "g", "i": "x", "j": "x", "src": "x", "dst": "x"}
+
+    def key(c: Candidate) -> frozenset[tuple[str, str, bool]] | None:
+        wheres = {w for _a, w, _p in c.lits}
+        if "m" in wheres or len(wheres - {"g"}) > 1:
+            return None  # about the message's fields, or about two agents
+        return frozenset((a.text, one[w], p) for a, w, p in c.lits)
+
+    strong = [key(c) for c in cands if c.kind in ("global", "agent")]
+    base = [k for k in strong if k is not None]
+    out = []
+    for c in cands:
+        k = key(c)
+        if c.kind not in ("global", "agent") and k is not None and any(b <= k for b in base):
+            continue
+        out.append(c)
+    return out
 
 
 def _enumerate(kind: str, table: Table, max_size: int) -> tuple[list[Candidate], int]:

@@ -47,6 +47,7 @@ from coherence.smt.param import (
     is_agent,
 )
 
+PHASE = 1
 CHECK_RLIMIT = 20_000_000  # Z3 units per query (deterministic); unknown drops the candidates
 
 
@@ -166,7 +167,7 @@ def houdini_qf(model: ir.Model, cands: list[Candidate],
     solver.set("rlimit", rlimit)
     # Booleans true first: a model then falsifies as many goals as it can, and each query
     # drops more candidates (about half the queries on German)
-    solver.set("phase_selection", 1)
+    solver.set("phase_selection", PHASE)
     solver.add(HOME != UNDEF_N, ground(enc.domain(cur)))
     hyp = [z3.Bool(f"h{k}") for k in range(len(cands))]
     goal: list[Any] = []
