@@ -10,13 +10,16 @@ type's ids (``index sm: sms within gpu``) are permuted separately within each id
 enclosing type, which moves with them: the wreath product S_sms wr S_gpus for SMs within
 GPUs, so ``L1[g, s]`` becomes ``L1[pi(g), pi_g(s)]``. A value of a nested type is renamed by
 the permutation of the enclosing ids of the machine instance that holds it (the front end
-lets only such instances hold one). Canonical forms are minima over the whole group: exact.
+lets only such instances hold one). Canonical forms are minima over the whole group, or for
+a larger group over the elements that sort every level's ids by signature (``candidates``):
+exact either way.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
-from itertools import pairwise, permutations
+from itertools import pairwise, permutations, product
 from typing import Any
 
 from coherence import ir
@@ -24,6 +27,9 @@ from coherence.encode import encode
 from coherence.semantics import UNDEF, Semantics, State
 
 Mapper = Callable[[Any, tuple[int, ...]], Any]
+
+BRUTE_FORCE_ORDER = 8  # a hierarchy's group this small is searched whole (2 GPUs of 2 SMs)
+ELEMENT_CACHE = 1 << 16  # group elements kept built for the candidates of later states
 
 
 def _identity(v: Any, perm: tuple[int, ...]) -> Any:
@@ -343,7 +349,21 @@ class HierarchySymmetry:
                 paths = [(*p, v) for p in paths for v in range(self.types[a].n)]
             self.factors += [(t.name, p) for p in paths]
         self.identity = {f: tuple(range(self.types[f[0]].n)) for f in self.factors}
-        self.elements = self._all_elements()
+        self.order = 1  # the group's size
+        for f in self.factors:
+            self.order *= math.factorial(self.types[f[0]].n)
+        # small groups are searched whole; larger ones through signature-sorted candidates
+        self.elements = self._all_elements() if self.order <= BRUTE_FORCE_ORDER else []
+        self._cache: dict[tuple[tuple[int, ...], ...], _Element] = {}
+        # per factor, per id: the nodes under it (those with that id at that place)
+        self.under: dict[tuple[str, tuple[int, ...]], list[list[int]]] = {
+            f: [[] for _ in range(self.types[f[0]].n)] for f in self.factors}
+        for inst in self.instances:
+            mach = m.machine(inst.machine)
+            mine = {f.type.name: v for f, v in zip(mach.indices, inst.values, strict=True)
+                    if isinstance(f.type, ir.IndexT)}
+            for name, v in mine.items():
+                self.under[(name, self._path(name, mine))][v].append(inst.node)
 
     def _ancestors(self, name: str) -> list[str]:
         """The enclosing index types of ``name``, outermost first."""
@@ -370,12 +390,15 @@ class HierarchySymmetry:
         procs = tuple(self.sem.proc_of[sigma[node]] for node in self.procs)
         return _Element(perms, tuple(sigma), procs)
 
-    def _all_elements(self) -> list[_Element]:
+    def _all_perms(self) -> list[dict[tuple[str, tuple[int, ...]], tuple[int, ...]]]:
         combos: list[dict[tuple[str, tuple[int, ...]], tuple[int, ...]]] = [{}]
         for f in self.factors:
             combos = [{**c, f: p} for c in combos
                       for p in permutations(range(self.types[f[0]].n))]
-        return [self._element(c) for c in combos]
+        return combos
+
+    def _all_elements(self) -> list[_Element]:
+        return [self._element(c) for c in self._all_perms()]
 
     def generators(self) -> list[_Element]:
         """A transposition and a rotation of each factor's ids (every other factor fixed):
@@ -466,11 +489,100 @@ class HierarchySymmetry:
 
     def canonical(self, state: State) -> tuple[bytes, State]:
         """The packed key and the state of the orbit's representative: the least image over
-        the whole group (exact)."""
-        best = min(self.permute(state, el) for el in self.elements)
+        the whole group, or over the elements that sort every factor's ids by signature
+        (``candidates``), which gives the same least image (exact)."""
+        elements = self.elements or self.candidates(state)
+        best = min(self.permute(state, el) for el in elements)
         return encode(best), best
 
-    canonical_full = canonical
+    def canonical_full(self, state: State) -> tuple[bytes, State]:
+        """The least image over every element of the group (for tests)."""
+        elements = self.elements or [self._element(c) for c in self._all_perms()]
+        best = min(self.permute(state, el) for el in elements)
+        return encode(best), best
+
+    def _plain(self, t: ir.Type, v: Any) -> Any:
+        """What a value says that no renaming changes: for ids whether they are defined, for
+        sets their size, for arrays indexed by ids the sorted elements."""
+        if v == UNDEF or not ir.is_symmetric(t):
+            return v
+        if isinstance(t, (ir.IndexT, ir.HNodeT)):
+            return 0
+        if isinstance(t, ir.SetT):
+            return int(v).bit_count()
+        if isinstance(t, ir.ArrayT):
+            elems = [self._plain(t.elem, x) for x in v]
+            if isinstance(t.index, (ir.IndexT, ir.HNodeT)):
+                return tuple(sorted(elems, key=repr))
+            return tuple(elems)
+        return v
+
+    def node_signatures(self, state: State) -> list[tuple]:
+        """Per node, what it looks like in terms no renaming changes: its machine, control
+        state and variables (``_plain``) on every line, its monitor entry, and the messages it
+        sends and receives (type, plain fields, direction, the other end's machine)."""
+        lines, nets, monitor = state
+        names = [inst.machine for inst in self.instances]
+        sigs: list[list[Any]] = [
+            [names[k], tuple(
+                (c[0], *(self._plain(t, x) for t, x in zip(self.var_types[k], c[1:],
+                                                             strict=True)))
+                for c in (line[2][k] for line in lines))] for k in range(len(names))]
+        if monitor:
+            for node, p in self.sem.proc_of.items():
+                sigs[node].append(tuple(entries[p] for entries in monitor))
+        msgs: list[list[tuple]] = [[] for _ in names]
+        for net_i, (ordering, contents) in enumerate(zip(self.orderings, nets, strict=True)):
+            if ordering is ir.Ordering.UNORDERED:
+                items = [(line, src, dst, ((t, f),)) for line, src, dst, t, f in contents]
+            elif ordering is ir.Ordering.FIFO:
+                items = [(line, src, dst, queue) for (src, dst, line), queue in contents]
+            else:
+                continue
+            for line, src, dst, queue in items:
+                plain = tuple((t, tuple(self._plain(ft, x) for ft, x in zip(
+                    self.field_types[t], f, strict=True))) for t, f in queue)
+                msgs[src].append((net_i, line, 0, names[dst], src == dst, plain))
+                msgs[dst].append((net_i, line, 1, names[src], src == dst, plain))
+        return [(*sig, tuple(sorted(m))) for sig, m in zip(sigs, msgs, strict=True)]
+
+    def candidates(self, state: State) -> list[_Element]:
+        """The elements that give each factor's ids their new names in the order of their
+        signatures (the sorted signatures of the nodes under them), every order among equal
+        ones. Signatures do not change under renaming, so the candidates of a renamed state are
+        the candidates of the state composed with the renaming, and their images, hence their
+        least one, are the same: the canonical form stays exact (as ``Symmetry`` narrows
+        agent permutations)."""
+        node_sigs = self.node_signatures(state)
+        choices: list[list[tuple[int, ...]]] = []
+        for f in self.factors:
+            sig = [tuple(sorted(node_sigs[k] for k in nodes)) for nodes in self.under[f]]
+            order = sorted(range(len(sig)), key=lambda x: sig[x])
+            groups: list[list[int]] = []
+            for x in order:
+                if groups and sig[groups[-1][0]] == sig[x]:
+                    groups[-1].append(x)
+                else:
+                    groups.append([x])
+            seqs: list[list[int]] = [[]]
+            for g in groups:
+                seqs = [q + list(r) for q in seqs for r in permutations(g)]
+            perms = []
+            for seq in seqs:  # seq[i] = the id that gets the new name i
+                p = [0] * len(seq)
+                for new, old in enumerate(seq):
+                    p[old] = new
+                perms.append(tuple(p))
+            choices.append(perms)
+        out = []
+        for combo in product(*choices):
+            el = self._cache.get(combo)
+            if el is None:
+                el = self._element(dict(zip(self.factors, combo, strict=True)))
+                if len(self._cache) < ELEMENT_CACHE:
+                    self._cache[combo] = el
+            out.append(el)
+        return out
 
 
 AnySymmetry = Symmetry | HierarchySymmetry

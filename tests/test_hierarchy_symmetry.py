@@ -124,9 +124,13 @@ def test_the_audit_catches_a_broadcast_whose_order_decides() -> None:
     assert reduced.states == check(m, CheckOptions(symmetry=False), engine="reference").states
 
 
-def test_sms_are_not_permuted_across_gpus() -> None:
+@pytest.mark.parametrize("whole", [8, 1])
+def test_sms_are_not_permuted_across_gpus(whole: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """One SM busy in each of two GPUs is one orbit; two busy SMs in one GPU another: the
-    nested symmetry keeps them apart (a flat permutation of all four SMs would merge them)."""
+    nested symmetry keeps them apart (a flat permutation of all four SMs would merge them).
+    With the whole group (8 elements) and through signature-sorted candidates."""
+    import coherence.symmetry as symmetry
+    monkeypatch.setattr(symmetry, "BRUTE_FORCE_ORDER", whole)
     text = ORDER_DEPENDENT.replace("network bus: bus;", "network net: unordered, capacity = 1;")
     text = text.replace("rule Go in R { broadcast Ping to L1; goto Done; }", "")
     text = text.replace("on Ping in I { if isundefined(first) { first := self; } goto D; }",
@@ -136,3 +140,23 @@ def test_sms_are_not_permuted_across_gpus() -> None:
     # no symmetry: 2^4 states; nested: 0, 1 (x1), 1+1 in one gpu or split (x2), 3, 4 busy
     assert check(m, CheckOptions(symmetry=False), engine="reference").states == 16
     assert check(m, CheckOptions(symmetry=True), engine="reference").states == 6
+
+
+@pytest.mark.parametrize("size", [(2, 1, 2), (1, 2, 2)])
+def test_signature_candidates_give_the_same_orbits(size: tuple[int, int, int],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Larger groups are searched through the elements that sort ids by signature
+    (``HierarchySymmetry.candidates``): forced here, the counts are the orbits still, and every
+    renaming of a state has the state's canonical form."""
+    import coherence.symmetry as symmetry
+    monkeypatch.setattr(symmetry, "BRUTE_FORCE_ORDER", 1)
+    assert _count(*size, True) == COUNTS[size][0]
+    gpus, sms, values = size
+    m = load_spec(TWO_LEVEL, {"gpus": gpus, "sms": sms, "values": values})
+    sem = Semantics(m)
+    sym = symmetry.HierarchySymmetry(sem)
+    assert sym.elements == []
+    for s in reachable(sem).states[::7]:
+        key = sym.canonical(s)[0]
+        for pi, rhos in _renamings(gpus, sms):
+            assert sym.canonical(_rename(s, gpus, sms, pi, rhos))[0] == key
