@@ -29,9 +29,10 @@ from coherence import ir
 from coherence.diagrams.fsm import params_note
 from coherence.diagrams.render import html, new_graph
 from coherence.encode import encode
+from coherence.engines.driver import symmetry_is_sound
 from coherence.explore import Search, StateLimit, bfs
 from coherence.semantics import UNDEF, Outcome, Semantics, State
-from coherence.symmetry import has_symmetry, make_symmetry
+from coherence.symmetry import AnySymmetry, has_symmetry, make_symmetry
 from coherence.trace import Formatter
 
 BAD_FILL = "#ffcdd2"
@@ -72,7 +73,7 @@ def explore(model: ir.Model, max_nodes: int = DEFAULT_MAX_NODES,
             symmetry: bool = True) -> StateGraph:
     """Breadth-first exploration of every reachable (canonical) state; raises TooLarge."""
     sem = Semantics(without_monitors(model))
-    sym = make_symmetry(sem) if symmetry and has_symmetry(model) else None
+    sym = reduction(sem) if symmetry else None
 
     def canon(s: State) -> bytes:
         return sym.canonical(s)[0] if sym is not None else encode(s)
@@ -123,6 +124,18 @@ def explore(model: ir.Model, max_nodes: int = DEFAULT_MAX_NODES,
         _, node, end_error = first_bad
         path = search.path_to(node)
     return StateGraph(search.nodes, edges, errors, bad, path, end_error)
+
+
+def reduction(sem: Semantics) -> AnySymmetry | None:
+    """The symmetry ``coherence check`` reduces by: none when no renaming relates two states,
+    none is implemented, or the model fails the audit (NOTE(symmetry-soundness)), so that
+    node counts stay the checker's state counts."""
+    if not has_symmetry(sem.model):
+        return None
+    sym = make_symmetry(sem)
+    if sym is None or not symmetry_is_sound(sem, sym):
+        return None
+    return sym
 
 
 def action_label(sem: Semantics, fmt: Formatter, out: Outcome) -> str:
@@ -195,7 +208,7 @@ def graph(model: ir.Model, sg: StateGraph, symmetry: bool = True) -> graphviz.Di
     reduced = symmetry and has_symmetry(model)
     if model.is_hierarchical:
         names = "instances " + ", ".join(_instances_text(m) for m in model.machines)
-        reduced = reduced and make_symmetry(sem) is not None
+        reduced = reduced and reduction(sem) is not None
     sym = "symmetry-reduced" if reduced else "no symmetry reduction"
     dropped = [p.name for p in model.properties]
     note = f" · not drawn: {', '.join(dropped)} (history property)" if dropped else ""
