@@ -6,8 +6,9 @@ specs/multigpu_broadcast.coh and multigpu_broadcast_acked.coh (the seed's NVLink
 invalidation between the L2s, literal and acknowledged) and specs/hmg.coh (HMG, HPCA 2020),
 at 1 GPU x 2 SMs, 2 GPUs x 1 SM and (slow tier) 2 GPUs x 2 SMs, on the reference engine. The
 coherence monitor multiplies the state space (10-20 times here), so its rows are fewer.
-Counts are without symmetry reduction (HIER_COUNTS in helpers: tests/test_library.py checks
-that every spec in specs/ is pinned somewhere).
+Counts with exact nested symmetry (GPUs permuted with their SMs, SMs within each GPU) and
+without (HIER_COUNTS in helpers: tests/test_library.py checks that every spec in specs/ is
+pinned somewhere).
 """
 
 from __future__ import annotations
@@ -39,15 +40,18 @@ def run(spec: str, gpus: int, sms: int, monitor: bool, symmetry: bool = False,
 
 
 def _cases() -> list:
-    return [pytest.param(*key, marks=[pytest.mark.slow] if key in HIER_SLOW else [],
-                         id=f"{key[0]}-{key[1]}x{key[2]}-{'mon' if key[3] else 'nomon'}")
-            for key in HIER_COUNTS]
+    return [pytest.param(*key, sym, marks=[pytest.mark.slow] if (key, sym) in HIER_SLOW else [],
+                         id=f"{key[0]}-{key[1]}x{key[2]}-{'mon' if key[3] else 'nomon'}-"
+                            f"{'sym' if sym else 'nosym'}")
+            for key, counts in HIER_COUNTS.items()
+            for sym, n in zip((True, False), counts, strict=True) if n is not None]
 
 
-@pytest.mark.parametrize(("spec", "gpus", "sms", "monitor"), _cases())
-def test_counts_and_verdicts(spec: str, gpus: int, sms: int, monitor: bool) -> None:
-    result = run(spec, gpus, sms, monitor)
-    assert result.states == HIER_COUNTS[(spec, gpus, sms, monitor)]
+@pytest.mark.parametrize(("spec", "gpus", "sms", "monitor", "symmetry"), _cases())
+def test_counts_and_verdicts(spec: str, gpus: int, sms: int, monitor: bool,
+                             symmetry: bool) -> None:
+    result = run(spec, gpus, sms, monitor, symmetry)
+    assert result.states == HIER_COUNTS[(spec, gpus, sms, monitor)][0 if symmetry else 1]
     lengths = {f.name: f.length for f in result.failures}
     assert lengths == FAILS.get((spec, gpus, sms, monitor), {}), [
         f.message for f in result.failures]
