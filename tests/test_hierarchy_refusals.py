@@ -85,3 +85,16 @@ def test_the_command_line_exits_with_2(argv: list[str]) -> None:
     assert f"two_level_wt.coh:{WHERE[0]}:{WHERE[1]}: error: " in out.stderr
     assert "hierarchical specs" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_size_check_counts_every_instance() -> None:
+    """The configuration-size check (engines/size.py) counts a hierarchical machine once per
+    index tuple: 16 GPUs of 16 SMs on 512 lines is 139,264 values per state, refused before
+    anything is built."""
+    from coherence.engines.size import ConfigurationTooLarge, estimate
+    small = (ROOT / "tests/specs/hierarchy/two_level_wt.coh").read_text()
+    small = small.replace("range 1..4", "")
+    m = load_spec_text(small, "big.coh", {"gpus": 16, "sms": 16, "lines": 512})
+    assert estimate(m).values_per_state > 100_000
+    with pytest.raises(ConfigurationTooLarge, match="configuration too large"):
+        check(m, CheckOptions(), engine="reference")

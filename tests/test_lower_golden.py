@@ -23,6 +23,18 @@ def test_lowered_ir_matches_golden() -> None:
     assert text == GOLDEN.read_text()
 
 
+HIER_SPEC = HERE / "specs" / "hierarchy" / "two_level_wt.coh"
+HIER_GOLDEN = HERE / "golden" / "two_level_wt.ir.txt"
+
+
+def test_hierarchical_ir_matches_golden() -> None:
+    """Index types, machine indices, nodes (NodeOf, NodeIndex), multicasts (issue 20)."""
+    text = dump(load_spec(HIER_SPEC.relative_to(HERE.parent))) + "\n"
+    if os.environ.get("COHERENCE_UPDATE_GOLDEN"):
+        HIER_GOLDEN.write_text(text)
+    assert text == HIER_GOLDEN.read_text()
+
+
 def test_positions_do_not_affect_equality() -> None:
     source = SPEC.read_text()
     a = load_spec_text(source, "a.coh")

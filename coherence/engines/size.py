@@ -9,6 +9,7 @@ parameter value), and quantifier steps per state (nested ``forall``/``exists`` m
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 import attrs
 
@@ -118,22 +119,30 @@ def _stmt_exprs(stmts: tuple[ir.Stmt, ...]) -> list[tuple[ir.Expr, int]]:
 
 def estimate(model: ir.Model) -> ConfigurationSize:
     n, lines = model.agents, model.lines
+    # instances of each machine per line (a hierarchical spec's: one per index tuple)
+    counts = Counter(i.machine for i in ir.instances(model))
+    nodes = sum(counts.values()) if model.is_hierarchical else n + 1
+
+    def copies_of(m: ir.Machine) -> int:
+        if m.kind == "machine":
+            return counts[m.name]
+        return n if m.kind == "cache" else 1
+
     per_line = sum(_elements(v.type) for v in model.globals)
     for m in model.machines:
-        copies = n if m.kind == "cache" else 1
-        per_line += copies * (1 + sum(_elements(v.type) for v in m.vars))
+        per_line += copies_of(m) * (1 + sum(_elements(v.type) for v in m.vars))
     values = lines * per_line
     for net in model.networks:
         if net.ordering == "unordered":
             values += net.capacity
         elif net.ordering == "fifo":
-            values += lines * (n + 1) ** 2 * net.capacity
+            values += lines * nodes ** 2 * net.capacity
     if any(p.kind == "coherence" for p in model.properties):
         values += lines * n * (1 + model.values)
     instances = 0
     steps = 0
     for m in model.machines:
-        copies = (n if m.kind == "cache" else 1) * lines
+        copies = copies_of(m) * lines
         for t in m.transitions:
             fired = copies * math.prod(_domain_size(p.type) for p in t.params)
             if t.kind != "message":
