@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 import random
 import unittest
+from importlib.resources import files
 from pathlib import Path
 
+import jsonschema
 import pytest
 from hierarchy_script import scripted
 from hypothesis import HealthCheck, Phase, settings
@@ -243,3 +245,15 @@ def test_fuzz_with_the_performed_oracle_finds_the_seeded_bug() -> None:
     assert result.failure is not None
     assert (result.failure.kind, result.failure.name) == ("coherence", "coherent")
     replays_to(model, result.failure, "performed")
+
+
+def test_fuzz_verb_performed_oracle_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["fuzz", str(KEEPS_V), "--skip", "l1_copy_is_tracked", "--budget", "100",
+                 "-p", "gpus=1", "-p", "sms=2", "--oracle", "performed", "--json",
+                 "--progress", "never"])
+    doc = json.loads(capsys.readouterr().out)
+    schema = json.loads(files("coherence.schemas").joinpath("fuzz.json").read_text())
+    jsonschema.validate(doc, schema)
+    assert code == 1 and doc["oracle"] == "performed"
+    assert doc["failures"][0]["kind"] == "coherence"
+    assert "--oracle performed" in doc["reproduce"]
