@@ -47,6 +47,7 @@ HIER_COUNTS: dict[tuple[str, int, int, bool], tuple[int | None, int | None]] = {
     ("gpu_two_level", 2, 1, True): (None, 151046),
     ("multigpu_broadcast", 1, 2, False): (334, 630),
     ("multigpu_broadcast", 2, 1, False): (11400, 22708),
+    ("multigpu_broadcast", 2, 1, True): (None, 370664),
     ("multigpu_broadcast_acked", 1, 2, False): (628, 1222),
     ("multigpu_broadcast_acked", 2, 1, False): (1716, 3378),
     ("multigpu_broadcast_acked", 2, 1, True): (None, 69436),
