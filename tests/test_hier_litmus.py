@@ -159,3 +159,17 @@ def test_hw_report_compares_one_gpu_with_the_intra_gpu_placement() -> None:
     assert v.allowed(TWO_LEVEL, t) == run_on_model(model, t, nodes=where.nodes).outcomes
     cross, far = load_for_test(TWO_LEVEL, {}, t, "cross-gpu")
     assert v.allowed(TWO_LEVEL, t) != run_on_model(cross, t, nodes=far.nodes).outcomes
+
+
+def test_the_seeds_broadcast_between_gpus_allows_sb_between_sms() -> None:
+    """The H200 shows SB's weak outcome between SMs (docs/hardware.md), which the flat
+    broadcast_invalidate.coh forbids: it puts the seed's atomic write-and-invalidate between
+    SMs. With the broadcast between GPUs' L2s, SMs of one GPU write through to their L2 and SB
+    is allowed, as on the hardware."""
+    assert allowed(LITERAL, "SB", "weak", "same-gpu")
+    assert not allowed(LITERAL, "SB", "fence.gpu", "same-gpu")
+    flat = str(ROOT / "specs" / "broadcast_invalidate.coh")
+    t = apply_variant(find_test("SB"), "weak")
+    model, where = load_for_test(flat, {}, t)
+    outcomes = run_on_model(model, t, nodes=where.nodes).outcomes
+    assert not any(holds(t.condition, outcome_dict(t, o)) for o in outcomes)
