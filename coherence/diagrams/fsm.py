@@ -4,7 +4,8 @@ Drawn the way the Primer's (Sorin, Hill & Wood) controller tables read as pictur
 state (stable states solid, transient states dashed and shaded), one edge per (from, to) pair
 carrying every transition between them as a line ``event / actions``. Processor events are
 blue, message arrivals are written ``?Msg`` (CSP's receive) in dark red, internal rules are
-purple; a message a state stalls is listed inside the state.
+purple; a message a state stalls is listed inside the state. A hierarchy's machine is drawn
+once per kind, titled with its index tuple and how many instances run (``replication``).
 """
 
 from __future__ import annotations

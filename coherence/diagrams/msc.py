@@ -1,4 +1,5 @@
-"""Counterexample message-sequence charts: one lane per agent and the home, time downwards.
+"""Counterexample message-sequence charts: one lane per agent and the home (a hierarchy: per
+machine instance, grouped by level, NOTE(hierarchy-lanes)), time downwards.
 
 Each trace step is one row. The acting machine's lane shows the step number, the event and
 what changed (control state in bold, variables, performed loads and stores); a machine that
