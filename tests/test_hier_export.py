@@ -252,3 +252,26 @@ def test_rumur_exhaustive_symmetry_matches_ours_where_the_groups_coincide(
     theirs = run_rumur(to_murphi(model), symmetry="exhaustive")
     assert ours.verdict == theirs.verdict == "holds"
     assert theirs.states == ours.states
+
+
+@pytest.mark.parametrize("to", ["murphi", "promela"])
+def test_an_unsupported_hierarchical_spec_is_a_located_error(
+        to: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from coherence.cli import main
+    spec = ROOT / "specs" / "hmg.coh"
+    assert main(["export", str(spec), "--to", to, "--param", "lines=2"]) == 2
+    err = capsys.readouterr().err
+    assert f"{spec}:" in err and ": error: the " in err and "supports lines = 1" in err
+
+
+@pytest.mark.parametrize("to", ["murphi", "promela"])
+def test_export_of_a_hierarchical_spec_names_its_instances(to: str) -> None:
+    """The Murphi model keeps machines as arrays over scalarsets; the Promela one numbers
+    nodes as the semantics does (Mem, after 2x2 L1s and 2 L2s, is node 6)."""
+    model = _model(TWO_LEVEL)
+    text = to_murphi(model) if to == "murphi" else to_promela(model)
+    if to == "murphi":
+        assert "IDX_sm: scalarset(2);" in text
+        assert "m_L1: array [IDX_gpu] of array [IDX_sm] of R_L1;" in text
+    else:
+        assert "short k_state[7];" in text and "k_state[6]" in text
