@@ -262,3 +262,12 @@ def test_dot_accepts_every_hierarchy_diagram(tmp_path: Path) -> None:
         proc = subprocess.run(["dot", "-Tsvg", "-o", os.devnull, str(f)], capture_output=True,
                               text=True, check=False)
         assert proc.returncode == 0 and not proc.stderr.strip(), (f.name, proc.stderr)
+
+
+def test_too_large_names_the_index_sizes(tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["diagram", str(WT), "--kind", "states", "--format", "dot", "--out",
+               str(tmp_path)])
+    err = capsys.readouterr().err
+    assert rc == 3 and "smaller index types: --param gpus=1, --param sms=1" in err
+    assert "--agents" not in err

@@ -99,9 +99,12 @@ def _states(args: argparse.Namespace, model: Any, doc: dict[str, Any],
     try:
         sg = states.explore(model, limit, symmetry)
     except states.TooLarge:
+        sizes = ", ".join(f"--param {name}=1" for name in _index_params(model))
+        fewer = ("fewer --agents" if not model.is_hierarchical else
+                 f"smaller index types: {sizes}" if sizes else "smaller index types")
         message = (f"not drawn: {Path(model.file).name} has more than {limit} reachable "
                    f"states with these parameters, too many for a readable picture. Draw a "
-                   f"smaller configuration (fewer --agents, --param values=1, a smaller "
+                   f"smaller configuration ({fewer}, --param values=1, a smaller "
                    f"network capacity) or raise --max-nodes.")
         doc.update(verdict="too-large", max_nodes=limit, summary=message, files=[],
                    exit_code=EXIT_INCOMPLETE)
@@ -120,6 +123,14 @@ def _states(args: argparse.Namespace, model: Any, doc: dict[str, Any],
         n = sg.failure_steps
         what += f", shortest path to a failure: {n} step{'' if n == 1 else 's'} (in red)"
     return _done(args, doc, files, EXIT_HOLDS, what, rep=rep)
+
+
+def _index_params(model: Any) -> list[str]:
+    """The parameters a hierarchy's index types are probably sized by: ``gpus`` for
+    ``index gpu: gpus;`` when the spec has such a parameter (only a hint in a message)."""
+    names = {p.name for p in model.params}
+    return [name for t in model.indexes
+            for name in [getattr(t, "param", None) or f"{t.name}s"] if name in names]
 
 
 def _checked_trace(args: argparse.Namespace, model: Any, doc: dict[str, Any],
