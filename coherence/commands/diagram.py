@@ -37,7 +37,8 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-nodes", type=positive_int, default=None, metavar="N",
                    help="(states) draw at most N states (default 60)")
     p.add_argument("--symmetry", choices=["exact", "off"], default="exact",
-                   help="(states, trace) symmetry reduction over agent ids (default: exact)")
+                   help="(states, trace) symmetry reduction over agent ids, or a hierarchy's "
+                        "index types (default: exact)")
     p.add_argument("--max-states", type=positive_int, metavar="N",
                    help="(trace without --trace) stop checking after N states")
     p.add_argument("--max-depth", type=positive_int, metavar="N",
