@@ -10,6 +10,7 @@ import json
 import re
 import shlex
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import ROOT
@@ -108,18 +109,27 @@ def test_hw_report_passes_param_to_every_model(tmp_path: Path,
          "sass": {"checked": False}, "distinct_sm": {"1:r0=1 1:r1=1 x=1 y=1": 10}}]}
     path = tmp_path / "r.json"
     path.write_text(json.dumps(doc))
-    seen: list[dict[str, int]] = []
-    real = load.load_spec
+    loaded: list[dict[str, int]] = []
+    bound: list[dict[str, int]] = []
+    real_load, real_rebind = load.load_spec, load.rebind
 
-    def spy(spec: str, overrides: dict[str, int] | None = None) -> object:
-        seen.append(dict(overrides or {}))
-        return real(spec, overrides)
+    def spy_load(spec: str, overrides: dict[str, int] | None = None) -> object:
+        loaded.append(dict(overrides or {}))
+        return real_load(spec, overrides)
 
-    monkeypatch.setattr(load, "load_spec", spy)
+    def spy_rebind(model: Any, overrides: dict[str, int]) -> Any:
+        # the model each test runs on: the user's --param kept, agents set by the test
+        result = real_rebind(model, overrides)
+        bound.append({p.name: p.value for p in result.params})
+        return result
+
+    monkeypatch.setattr(load, "load_spec", spy_load)
+    monkeypatch.setattr(load, "rebind", spy_rebind)
     wt = str(ROOT / "specs" / "gpu_write_through.coh")
     assert main(["hw", "report", str(path), "--model", wt, "--param", "capacity=1",
                  "--json"]) == 0
-    assert seen and all(o["capacity"] == 1 and o["agents"] == 2 for o in seen)
+    assert loaded and all(o["capacity"] == 1 for o in loaded)
+    assert bound and all(o["capacity"] == 1 and o["agents"] == 2 for o in bound)
     capsys.readouterr()
     assert main(["hw", "report", str(path), "--model", wt, "--param", "lines=3"]) == 2
     assert "set by each litmus test" in capsys.readouterr().err
