@@ -34,6 +34,7 @@ FAILS: dict[tuple[str, int, int, bool], dict[str, int]] = {
     ("hmg", 2, 1, True): {"coherent": 12},
     # per-location coherence holds: the stale copy is old, not out of order
     ("multigpu_broadcast", 2, 1, True): {"data_value": 6, "stale_copy_is_doomed": 7},
+    ("multigpu_broadcast", 2, 2, False): {"data_value": 6, "stale_copy_is_doomed": 7},
 }
 
 
@@ -45,8 +46,8 @@ def run(spec: str, gpus: int, sms: int, monitor: bool, symmetry: bool = False,
     return check(model, CheckOptions(symmetry=symmetry, max_depth=max_depth), engine=engine)
 
 
-# rows the reference engine would take over ten minutes on: the compiled engine (same counts)
-COMPILED_OVER = 300_000
+# rows the reference engine would take minutes on: the compiled engine (same counts)
+COMPILED_OVER = 100_000
 
 
 def _cases() -> list:
