@@ -18,6 +18,7 @@ from itertools import permutations, product
 from pathlib import Path
 
 import pytest
+from helpers import HIER_COUNTS
 
 from coherence import ir, symmetry
 from coherence.engines import check
@@ -30,6 +31,7 @@ from coherence.layout import Layout
 from coherence.results import CheckOptions
 from coherence.semantics import CoherenceViolation, Outcome, Semantics
 from coherence.spec.load import load_spec, load_spec_text
+from coherence.spec.select import drop_properties
 
 ROOT = Path(__file__).resolve().parent.parent
 TWO_LEVEL = ROOT / "tests" / "specs" / "hierarchy" / "two_level_wt.coh"
@@ -234,3 +236,33 @@ def test_gpu_and_distributed_engines_refuse_with_a_located_error(engine: str) ->
                        "supported") as info:
         check(load_spec(TWO_LEVEL, {}), CheckOptions(threads=1), engine=engine)
     assert (info.value.span.line, info.value.span.col) == (24, 9)
+
+
+# ---------------------------------------------------------------- the bundled specs
+
+
+def _bundled(spec: str, gpus: int, sms: int, monitor: bool) -> ir.Model:
+    model = load_spec(ROOT / "specs" / f"{spec}.coh", {"gpus": gpus, "sms": sms})
+    return model if monitor else drop_properties(model, ["coherent"])
+
+
+@pytest.mark.parametrize("spec", ["gpu_two_level", "multigpu_broadcast",
+                                  "multigpu_broadcast_acked", "hmg"])
+def test_bundled_specs_search_as_the_reference_engine(spec: str) -> None:
+    """One GPU of two SMs, with symmetry and without: the counts pinned in HIER_COUNTS."""
+    model = _bundled(spec, 1, 2, False)
+    assert _summary(model, "compiled", False) == _summary(model, "reference", False)
+    assert _summary(model, "compiled", False)[2] == HIER_COUNTS[(spec, 1, 2, False)]
+    assert _summary(model, "compiled", True) == _summary(model, "reference", True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", sorted(HIER_COUNTS), ids=lambda k: f"{k[0]}-{k[1]}x{k[2]}-"
+                         f"{'mon' if k[3] else 'nomon'}")
+def test_bundled_specs_pinned_counts_and_the_reference_verdicts(
+        key: tuple[str, int, int, bool]) -> None:
+    model = _bundled(*key)
+    compiled = _summary(model, "compiled", False)
+    assert compiled[2] == HIER_COUNTS[key]
+    assert compiled == _summary(model, "reference", False)
+    assert _summary(model, "compiled", True) == _summary(model, "reference", True)
