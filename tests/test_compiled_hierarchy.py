@@ -251,9 +251,11 @@ def _bundled(spec: str, gpus: int, sms: int, monitor: bool) -> ir.Model:
 def test_bundled_specs_search_as_the_reference_engine(spec: str) -> None:
     """One GPU of two SMs, with symmetry and without: the counts pinned in HIER_COUNTS."""
     model = _bundled(spec, 1, 2, False)
-    assert _summary(model, "compiled", False) == _summary(model, "reference", False)
-    assert _summary(model, "compiled", False)[2] == HIER_COUNTS[(spec, 1, 2, False)]
-    assert _summary(model, "compiled", True) == _summary(model, "reference", True)
+    pinned = HIER_COUNTS[(spec, 1, 2, False)]
+    for i, sym in enumerate((True, False)):
+        compiled = _summary(model, "compiled", sym)
+        assert compiled == _summary(model, "reference", sym)
+        assert compiled[2] == pinned[i]
 
 
 @pytest.mark.slow
@@ -261,8 +263,13 @@ def test_bundled_specs_search_as_the_reference_engine(spec: str) -> None:
                          f"{'mon' if k[3] else 'nomon'}")
 def test_bundled_specs_pinned_counts_and_the_reference_verdicts(
         key: tuple[str, int, int, bool]) -> None:
+    """Every pinned row on the compiled engine; against the reference engine where its
+    search takes at most a minute or so."""
     model = _bundled(*key)
-    compiled = _summary(model, "compiled", False)
-    assert compiled[2] == HIER_COUNTS[key]
-    assert compiled == _summary(model, "reference", False)
-    assert _summary(model, "compiled", True) == _summary(model, "reference", True)
+    for n, sym in zip(HIER_COUNTS[key], (True, False), strict=True):
+        if n is None:
+            continue
+        compiled = _summary(model, "compiled", sym)
+        assert compiled[2] == n
+        if n <= 50_000:
+            assert compiled == _summary(model, "reference", sym)
