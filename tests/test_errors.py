@@ -41,7 +41,7 @@ def test_error_message(name: str, monkeypatch: pytest.MonkeyPatch,
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["--param", "foo=1"], "--param foo: the spec has no parameter 'foo' (it has: agents, "
+    (["--param", "foo=1"], "--param foo=1: the spec has no parameter 'foo' (it has: agents, "
                            "capacity, lines, values)"),
     (["--param", "capacity=x"], "--param capacity: 'x' is not an integer"),
     (["--param", "capacity"], "--param 'capacity': expected NAME=VALUE"),

@@ -98,3 +98,15 @@ def test_size_check_counts_every_instance() -> None:
     assert estimate(m).values_per_state > 100_000
     with pytest.raises(ConfigurationTooLarge, match="configuration too large"):
         check(m, CheckOptions(), engine="reference")
+
+
+@pytest.mark.parametrize("option", [["--agents", "2"], ["--param", "agents=2"]])
+def test_agents_on_a_hierarchy_says_how_it_is_sized(option: list[str]) -> None:
+    proc = subprocess.run([sys.executable, "-m", "coherence.cli", "check", TWO_LEVEL, *option],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    first = proc.stderr.splitlines()[0]
+    assert first.startswith("<command line>: error: --param agents=2: the spec has no "
+                            "parameter 'agents' (it has: capacity, gpus, lines, sms, values)")
+    assert "sized by the parameters of its index types" in first
+    assert "Traceback" not in proc.stderr

@@ -373,8 +373,12 @@ class _Lowerer:
         for name, value in overrides.items():
             if name not in self.params:
                 known = ", ".join(sorted(self.params))
-                raise SpecError(f"--param {name}: the spec has no parameter '{name}' "
-                                f"(it has: {known})", NO_SPAN)
+                hint = ""
+                if name == "agents" and self.hier:
+                    hint = ("; a hierarchical spec has no agents: it is sized by the parameters "
+                            "of its index types")
+                raise SpecError(f"--param {name}={value}: the spec has no parameter '{name}' "
+                                f"(it has: {known}){hint}", NO_SPAN)
             p = self.params[name]
             if not p.lo <= value <= p.hi:
                 raise SpecError(f"--param {name}={value}: must be in {p.lo}..{p.hi}", NO_SPAN)
