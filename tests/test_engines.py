@@ -4,6 +4,7 @@ key, the engine named in every report, compact packed storage in the reference e
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import attrs
@@ -162,7 +163,8 @@ def test_a_deadlock_report_shows_the_stuck_state(capsys: pytest.CaptureFixture[s
     doc = json.loads(capsys.readouterr().out)
     (dead,) = [f for f in doc["failures"] if f["kind"] == "deadlock"]
     assert dead["details"][0] == "stuck state:"
-    assert "Cache[1]: MI_A, data=0, acks=0" in dead["details"]
+    # which of the two symmetric deadlocks is reported depends on the worker threads' timing
+    assert any(re.fullmatch(r"Cache\[[01]\]: MI_A, data=0, acks=0", d) for d in dead["details"])
     assert any(d.startswith("in flight: FwdGetS") and d.endswith(", stalled")
                for d in dead["details"])
     assert any(d.endswith("queued behind another message") for d in dead["details"])

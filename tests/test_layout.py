@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import first_states
+from helpers import first_states, flat_specs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SPECS = sorted((ROOT / "specs").glob("*.coh"))
 MUTANTS = sorted((ROOT / "specs" / "mutants").glob("*.coh"))
 GOLDEN = sorted((ROOT / "tests" / "specs" / "golden").glob("*.coh"))
+HIERARCHICAL = set(SPECS) - set(flat_specs(ROOT / "specs"))
 
 
 def test_spec_lists_are_not_empty() -> None:
@@ -24,7 +25,9 @@ def test_spec_lists_are_not_empty() -> None:
 
 
 def round_trip(path: Path, agents: int, cap: int) -> int:
-    model = load_spec(str(path), {"agents": agents})
+    """``agents`` sizes a flat spec; a hierarchical one gets ``agents`` GPUs of 2 SMs."""
+    sizes = {"gpus": agents, "sms": 2} if path in HIERARCHICAL else {"agents": agents}
+    model = load_spec(str(path), sizes)
     layout = Layout(model)
     states = first_states(Semantics(model), cap)
     for s in states:
