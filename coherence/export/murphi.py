@@ -72,7 +72,65 @@ def _ind(lines: list[str], n: int = 1) -> list[str]:
     return ["  " * n + x for x in lines]
 
 
-class MurphiExporter:
+class MurphiNames:
+    """What both Murphi exporters (flat, and hierarchical in murphi_hier) name and declare alike:
+    enum and state constants, networks, and the type declarations of enums, control states and
+    network messages. A subclass has ``m`` (the model) and ``type`` (a type's Murphi text)."""
+
+    m: ir.Model
+
+    def type(self, t: ir.Type) -> str:
+        raise NotImplementedError
+
+    def net(self, name: str) -> ir.Network:
+        return self.m.network(name)
+
+    @staticmethod
+    def enum_const(enum: str, member: str) -> str:
+        return f"E_{enum}_{member}"
+
+    @staticmethod
+    def state_const(machine: str, state: str) -> str:
+        return f"S_{machine}_{state}"
+
+    def net_messages(self, net: ir.Network) -> list[ir.Message]:
+        return [msg for msg in self.m.messages if msg.network == net.name]
+
+    @staticmethod
+    def ruleset(binders: list[str], rule: list[str]) -> list[str]:
+        if not binders:
+            return [*rule, ""]
+        return [f"ruleset {'; '.join(binders)} do", *_ind(rule), "end;", ""]
+
+    def common_type_decls(self) -> list[str]:
+        """Enums, control states, fifo messages and queues, bus message records."""
+        m = self.m
+        out: list[str] = []
+        for e in m.enums:
+            consts = ", ".join(self.enum_const(e.name, x) for x in e.members)
+            out.append(f"  T_{e.name}: enum {{ {consts} }};")
+        for mach in m.machines:
+            consts = ", ".join(self.state_const(mach.name, x) for x in mach.state_type.members)
+            out.append(f"  T_{mach.name}_state: enum {{ {consts} }};")
+        for net in m.networks:
+            msgs = self.net_messages(net)
+            if net.ordering is ir.Ordering.FIFO and msgs:
+                out.append(f"  MsgType_{net.name}: enum {{ "
+                           + ", ".join(f"MT_{x.name}" for x in msgs) + " };")
+                fields = [f"mtype: MsgType_{net.name};"] + [
+                    f"f_{x.name}_{f.name}: {self.type(f.type)};" for x in msgs for f in x.fields]
+                out.append(f"  Msg_{net.name}: record " + " ".join(fields) + " end;")
+                out.append(f"  Q_{net.name}: record count: 0..{net.capacity}; "
+                           f"q: array [0..{net.capacity - 1}] of Msg_{net.name}; end;")
+            if net.ordering is ir.Ordering.BUS:
+                for x in msgs:
+                    if x.fields:
+                        out.append(f"  R_{x.name}: record " + " ".join(
+                            f"f_{f.name}: {self.type(f.type)};" for f in x.fields) + " end;")
+        return out
+
+
+class MurphiExporter(MurphiNames):
     def __init__(self, model: ir.Model) -> None:
         self.m = model
         if model.lines != 1:
@@ -104,19 +162,8 @@ class MurphiExporter:
 
     # ------------------------------------------------------------ names and types
 
-    def net(self, name: str) -> ir.Network:
-        return self.m.network(name)
-
     def msg_net(self, msg: str) -> ir.Network:
         return self.net(self.m.message(msg).network)
-
-    @staticmethod
-    def enum_const(enum: str, member: str) -> str:
-        return f"E_{enum}_{member}"
-
-    @staticmethod
-    def state_const(machine: str, state: str) -> str:
-        return f"S_{machine}_{state}"
 
     def type(self, t: ir.Type) -> str:
         if isinstance(t, ir.BoolT):
@@ -195,9 +242,6 @@ class MurphiExporter:
         for dim in reversed(dims):
             out = f"array [{dim}] of {out}"
         return out
-
-    def net_messages(self, net: ir.Network) -> list[ir.Message]:
-        return [msg for msg in self.m.messages if msg.network == net.name]
 
     # ------------------------------------------------------------ expressions
 
@@ -628,27 +672,7 @@ class MurphiExporter:
                        "compare with it skipped.")
         out += ["", "const", f"  N_AGENTS: {self.n};", "", "type",
                 "  AGENT: scalarset(N_AGENTS);", "  AgentSet: array [AGENT] of boolean;"]
-        for e in m.enums:
-            consts = ", ".join(self.enum_const(e.name, x) for x in e.members)
-            out.append(f"  T_{e.name}: enum {{ {consts} }};")
-        for mach in m.machines:
-            consts = ", ".join(self.state_const(mach.name, x) for x in mach.state_type.members)
-            out.append(f"  T_{mach.name}_state: enum {{ {consts} }};")
-        for net in m.networks:
-            msgs = self.net_messages(net)
-            if net.ordering is ir.Ordering.FIFO and msgs:
-                out.append(f"  MsgType_{net.name}: enum {{ "
-                           + ", ".join(f"MT_{x.name}" for x in msgs) + " };")
-                fields = [f"mtype: MsgType_{net.name};"] + [
-                    f"f_{x.name}_{f.name}: {self.type(f.type)};" for x in msgs for f in x.fields]
-                out.append(f"  Msg_{net.name}: record " + " ".join(fields) + " end;")
-                out.append(f"  Q_{net.name}: record count: 0..{net.capacity}; "
-                           f"q: array [0..{net.capacity - 1}] of Msg_{net.name}; end;")
-            if net.ordering is ir.Ordering.BUS:
-                for x in msgs:
-                    if x.fields:
-                        out.append(f"  R_{x.name}: record " + " ".join(
-                            f"f_{f.name}: {self.type(f.type)};" for f in x.fields) + " end;")
+        out += self.common_type_decls()
         if self.cache is not None:
             fields = [f"state: T_{self.cache.name}_state;"] + [
                 f"v_{v.name}: {self.type(v.type)};" for v in self.cache.vars]
@@ -1011,11 +1035,6 @@ class MurphiExporter:
         out += ['rule "idle (quiescent)"', "  Quiescent(st)", "==>", "begin", "end;", ""]
         return out
 
-    @staticmethod
-    def ruleset(binders: list[str], rule: list[str]) -> list[str]:
-        if not binders:
-            return [*rule, ""]
-        return [f"ruleset {'; '.join(binders)} do", *_ind(rule), "end;", ""]
 
 
 def _designator(e: ir.Expr) -> bool:

@@ -34,7 +34,7 @@ import attrs
 
 from coherence import ir
 from coherence.errors import NO_SPAN, Span
-from coherence.export.murphi import ExportError, _designator, _ind, _Proc
+from coherence.export.murphi import ExportError, MurphiNames, _designator, _ind, _Proc
 from coherence.semantics import handler_table, spontaneous
 
 UNDEF_KIND = ""  # a node field's "machine" when the node is undefined
@@ -65,7 +65,7 @@ def _kname(kind: str) -> str:
     return kind or "undef"
 
 
-class HierMurphiExporter:
+class HierMurphiExporter(MurphiNames):
     def __init__(self, model: ir.Model) -> None:
         self.m = model
         if model.lines != 1:
@@ -142,14 +142,6 @@ class HierMurphiExporter:
     # ------------------------------------------------------------ names and types
 
     @staticmethod
-    def enum_const(enum: str, member: str) -> str:
-        return f"E_{enum}_{member}"
-
-    @staticmethod
-    def state_const(machine: str, state: str) -> str:
-        return f"S_{machine}_{state}"
-
-    @staticmethod
     def kind_const(machine: str) -> str:
         return f"K_{machine}"
 
@@ -179,12 +171,6 @@ class HierMurphiExporter:
 
     def inst(self, machine: str, idx: tuple[str, ...] | list[str], s: str) -> str:
         return f"{s}.m_{machine}" + "".join(f"[{i}]" for i in idx)
-
-    def net(self, name: str) -> ir.Network:
-        return self.m.network(name)
-
-    def net_messages(self, net: ir.Network) -> list[ir.Message]:
-        return [msg for msg in self.m.messages if msg.network == net.name]
 
     def net_pairs(self, net: ir.Network) -> list[tuple[str, str]]:
         out: set[tuple[str, str]] = set()
@@ -1084,12 +1070,6 @@ class HierMurphiExporter:
         out += ['rule "idle (quiescent)"', "  Quiescent(st)", "==>", "begin", "end;", ""]
         return out
 
-    @staticmethod
-    def ruleset(binders: list[str], rule: list[str]) -> list[str]:
-        if not binders:
-            return [*rule, ""]
-        return [f"ruleset {'; '.join(binders)} do", *_ind(rule), "end;", ""]
-
     def helpers(self) -> list[str]:
         out = []
         for t in self.m.indexes:
@@ -1146,27 +1126,7 @@ class HierMurphiExporter:
         out.append(f"  T_Node: enum {{ {consts} }};")
         out.append("  Node_t: record k: T_Node; " + " ".join(
             f"i_{t.name}: IDX_{t.name};" for t in m.indexes) + " end;")
-        for e in m.enums:
-            consts = ", ".join(self.enum_const(e.name, x) for x in e.members)
-            out.append(f"  T_{e.name}: enum {{ {consts} }};")
-        for mach in m.machines:
-            consts = ", ".join(self.state_const(mach.name, x) for x in mach.state_type.members)
-            out.append(f"  T_{mach.name}_state: enum {{ {consts} }};")
-        for net in m.networks:
-            msgs = self.net_messages(net)
-            if net.ordering is ir.Ordering.FIFO and msgs:
-                out.append(f"  MsgType_{net.name}: enum {{ "
-                           + ", ".join(f"MT_{x.name}" for x in msgs) + " };")
-                fields = [f"mtype: MsgType_{net.name};"] + [
-                    f"f_{x.name}_{f.name}: {self.type(f.type)};" for x in msgs for f in x.fields]
-                out.append(f"  Msg_{net.name}: record " + " ".join(fields) + " end;")
-                out.append(f"  Q_{net.name}: record count: 0..{net.capacity}; "
-                           f"q: array [0..{net.capacity - 1}] of Msg_{net.name}; end;")
-            if net.ordering is ir.Ordering.BUS:
-                for x in msgs:
-                    if x.fields:
-                        out.append(f"  R_{x.name}: record " + " ".join(
-                            f"f_{f.name}: {self.type(f.type)};" for f in x.fields) + " end;")
+        out += self.common_type_decls()
         for mach in m.machines:
             fields = [f"state: T_{mach.name}_state;"] + [
                 f"v_{v.name}: {self.type(v.type)};" for v in mach.vars]
