@@ -204,8 +204,8 @@ def vocabulary(model: ir.Model, undef: set[str]) -> Vocabulary:
                        f"{key}.is", False, lambda e, a, r=read_a: r(e) == a,
                        "" if guard else f"{text} != {{x}}"))
 
-    tables_senders = _senders(model)
-    receivers = _receivers(model)
+    tables_senders = sender_kinds(model)
+    receivers = receiver_kinds(model)
     src_agent = {m.name: tables_senders[m.name] == {ir.MachineKind.CACHE}
                  for m in model.messages}
     dst_agent = {m.name: receivers[m.name] == {ir.MachineKind.CACHE} for m in model.messages}
@@ -293,7 +293,8 @@ def _value_eq(ta: str, ra: Reader, ua: bool, tb: str, rb: Reader, ub: bool, grou
     return Atom(text, group, False, read2, neg)
 
 
-def _senders(model: ir.Model) -> dict[str, set[ir.MachineKind]]:
+def sender_kinds(model: ir.Model) -> dict[str, set[ir.MachineKind]]:
+    """Per message, the kinds of machine that send it (infer_qf reads them too)."""
     out: dict[str, set[ir.MachineKind]] = {m.name: set() for m in model.messages}
     for machine in model.machines:
         for tr in machine.transitions:
@@ -303,7 +304,7 @@ def _senders(model: ir.Model) -> dict[str, set[ir.MachineKind]]:
     return out
 
 
-def _receivers(model: ir.Model) -> dict[str, set[ir.MachineKind]]:
+def receiver_kinds(model: ir.Model) -> dict[str, set[ir.MachineKind]]:
     out: dict[str, set[ir.MachineKind]] = {m.name: set() for m in model.messages}
     for machine in model.machines:
         for tr in machine.transitions:

@@ -29,6 +29,7 @@ import z3
 
 from coherence import ir
 from coherence.smt.execute import TRUE, all_of, any_of, truth
+from coherence.smt.infer_atoms import receiver_kinds, sender_kinds
 from coherence.smt.infer_ground import Grounder, instances
 from coherence.smt.infer_houdini import Composer, lower_atoms
 from coherence.smt.infer_mine import Candidate
@@ -64,25 +65,6 @@ def _substitute(f: Any, a: PState, b: PState) -> Any:
     return z3.substitute(f, *pairs) if pairs else f
 
 
-def _senders(model: ir.Model) -> dict[str, set[ir.MachineKind]]:
-    out: dict[str, set[ir.MachineKind]] = {m.name: set() for m in model.messages}
-    for machine in model.machines:
-        for tr in machine.transitions:
-            for st in ir.walk_stmts(tr.body):
-                if isinstance(st, ir.Send | ir.Broadcast):
-                    out[st.message].add(machine.kind)
-    return out
-
-
-def _receivers(model: ir.Model) -> dict[str, set[ir.MachineKind]]:
-    out: dict[str, set[ir.MachineKind]] = {m.name: set() for m in model.messages}
-    for machine in model.machines:
-        for tr in machine.transitions:
-            if tr.kind is ir.TransitionKind.MESSAGE and tr.name in out:
-                out[tr.name].add(machine.kind)
-    return out
-
-
 def houdini_qf(model: ir.Model, cands: list[Candidate],
                progress: Callable[[str], None] | None = None,
                rlimit: int = CHECK_RLIMIT) -> QFResult:
@@ -106,8 +88,8 @@ def houdini_qf(model: ir.Model, cands: list[Candidate],
     ground = Grounder(NODE, terms)
     tground = Grounder(NODE, terms, (p1, p2))
     comp = Composer(enc, lower_atoms(model, cands))
-    senders = _senders(model)
-    receivers = _receivers(model)
+    senders = sender_kinds(model)
+    receivers = receiver_kinds(model)
 
     cache: dict[tuple[Any, ...], tuple[Any, Any]] = {}
 
