@@ -7,13 +7,14 @@ Paths here are absolute (from this file), never relative to the working director
 from __future__ import annotations
 
 import re
+from collections import Counter
 from pathlib import Path
 
 from coherence.engines import check
 from coherence.errors import SpecError
 from coherence.ir import Model
 from coherence.results import CheckOptions
-from coherence.semantics import Semantics, State
+from coherence.semantics import CoherenceViolation, Outcome, Semantics, State
 from coherence.smt.bmc import bmc
 from coherence.spec.load import load_spec_text
 
@@ -245,3 +246,60 @@ def first_states(sem: Semantics, cap: int) -> list[State]:
         outcomes, _ = sem.enabled(s)
         frontier.extend(o.state for o in outcomes if o.state is not None)
     return order
+
+
+def _action_keys(outcomes: list[Outcome]) -> Counter[tuple[str, ...]]:
+    keys: Counter[tuple[str, ...]] = Counter()
+    for o in outcomes:
+        if o.error is None:
+            continue
+        if isinstance(o.error, CoherenceViolation):
+            keys.update(("coherence", n) for n in o.error.properties)
+        else:
+            keys[("error", o.error.code, str(o.error.span))] += 1
+    return keys
+
+
+def compare_c_with_semantics(model: Model, cap: int) -> int:
+    """Explores up to ``cap`` states with the reference; asserts the generated C agrees on each
+    (successors, failures, rule counts, invariants, quiescence); returns how many states were
+    compared. Used by tests/test_compiled_codegen.py and tests/test_compiled_hierarchy.py."""
+    from coherence.engines.cgen.codegen import generate
+    from coherence.engines.compiled.cshim import Shim
+    from coherence.layout import Layout
+
+    layout = Layout(model)
+    gen = generate(model, layout)
+    shim = Shim(gen, opt="-O0")
+    sem = Semantics(model)
+    init = [layout.pack(s) for s in sem.initial_states()]
+    assert shim.initial() == init
+    seen = set(init)
+    frontier = list(init)
+    done = 0
+    while frontier and done < cap:
+        nxt = []
+        for code in frontier:
+            if done >= cap:
+                break
+            done += 1
+            state = layout.unpack(code)
+            outcomes, problems = sem.enabled(state)
+            ref = sorted(layout.pack(o.state) for o in outcomes if o.state is not None)
+            ex = shim.expand(code)
+            where = f"{model.file} in {state}"
+            assert sorted(ex.successors) == ref, where
+            got = Counter(gen.keys[k] for k in ex.failures)
+            want = _action_keys(outcomes) + Counter(p.key for p in problems)
+            assert got == want, where
+            assert (ex.rules, ex.live, ex.problems) == (len(outcomes), len(ref),
+                                                        len(problems)), where
+            inv = {v.key for v in sem.invariant_violations(state)}
+            assert {gen.keys[k] for k in shim.check_state(code)} == inv, where
+            assert shim.quiescent(code) == sem.quiescent(state), where
+            for s in ref:
+                if s not in seen:
+                    seen.add(s)
+                    nxt.append(s)
+        frontier = nxt
+    return done

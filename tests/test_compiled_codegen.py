@@ -13,20 +13,19 @@ from __future__ import annotations
 import random
 import shutil
 import subprocess
-from collections import Counter
 from itertools import permutations
 from pathlib import Path
 
 import attrs
 import pytest
-from helpers import flat_specs
+from helpers import compare_c_with_semantics, flat_specs
 
 from coherence.engines.cgen.cmodel import CodegenError
 from coherence.engines.cgen.codegen import generate
 from coherence.engines.compiled.cshim import ENTRY_POINTS, PREAMBLE, Shim
 from coherence.ir import Model
 from coherence.layout import Layout
-from coherence.semantics import CoherenceViolation, Outcome, Semantics
+from coherence.semantics import Semantics
 from coherence.spec.load import load_spec, load_spec_text
 from coherence.symmetry import Symmetry
 
@@ -44,73 +43,22 @@ pytestmark = pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc
 Key = tuple[str, ...]
 
 
-def _action_keys(outcomes: list[Outcome]) -> Counter[Key]:
-    keys: Counter[Key] = Counter()
-    for o in outcomes:
-        if o.error is None:
-            continue
-        if isinstance(o.error, CoherenceViolation):
-            keys.update(("coherence", n) for n in o.error.properties)
-        else:
-            keys[("error", o.error.code, str(o.error.span))] += 1
-    return keys
-
-
-def _compare(model: Model, cap: int) -> int:
-    """Explores up to ``cap`` states with the reference; asserts C agrees on each; returns
-    how many states were compared."""
-    layout = Layout(model)
-    gen = generate(model, layout)
-    shim = Shim(gen, opt="-O0")
-    sem = Semantics(model)
-    init = [layout.pack(s) for s in sem.initial_states()]
-    assert shim.initial() == init
-    seen = set(init)
-    frontier = list(init)
-    done = 0
-    while frontier and done < cap:
-        nxt = []
-        for code in frontier:
-            if done >= cap:
-                break
-            done += 1
-            state = layout.unpack(code)
-            outcomes, problems = sem.enabled(state)
-            ref = sorted(layout.pack(o.state) for o in outcomes if o.state is not None)
-            ex = shim.expand(code)
-            where = f"{model.file} in {state}"
-            assert sorted(ex.successors) == ref, where
-            got = Counter(gen.keys[k] for k in ex.failures)
-            want = _action_keys(outcomes) + Counter(p.key for p in problems)
-            assert got == want, where
-            assert (ex.rules, ex.live, ex.problems) == (len(outcomes), len(ref),
-                                                        len(problems)), where
-            inv = {v.key for v in sem.invariant_violations(state)}
-            assert {gen.keys[k] for k in shim.check_state(code)} == inv, where
-            assert shim.quiescent(code) == sem.quiescent(state), where
-            for s in ref:
-                if s not in seen:
-                    seen.add(s)
-                    nxt.append(s)
-        frontier = nxt
-    return done
-
-
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem)
 def test_two_agents_match_reference(path: Path) -> None:
     # a mutant differs from its base spec in one transition: fewer states suffice
-    assert _compare(load_spec(path, {"agents": 2}), 150 if path in MUTANTS else 400) > 0
+    cap = 150 if path in MUTANTS else 400
+    assert compare_c_with_semantics(load_spec(path, {"agents": 2}), cap) > 0
 
 
 @pytest.mark.parametrize("path", THREE, ids=lambda p: p.stem)
 def test_three_agents_match_reference(path: Path) -> None:
-    assert _compare(load_spec(path, {"agents": 3}), 400) > 0
+    assert compare_c_with_semantics(load_spec(path, {"agents": 3}), 400) > 0
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem)
 def test_three_agents_match_reference_deep(path: Path) -> None:
-    assert _compare(load_spec(path, {"agents": 3}), 20000) > 0
+    assert compare_c_with_semantics(load_spec(path, {"agents": 3}), 20000) > 0
 
 
 # ---------------------------------------------------------------- errors and corner cases
@@ -201,7 +149,7 @@ invariant grid_ok: forall a: agent :: !(D.grid[1][a] && D.grid[2][a]) || C[a].n 
                          ids=["bus_nesting", "bus_errors", "arrays", "bus_errors3", "arrays3"])
 def test_errors_and_corner_cases_match_reference(text: str, agents: int) -> None:
     model = load_spec_text(text, "corner.coh", {"agents": agents})
-    assert _compare(model, 3000) > 0
+    assert compare_c_with_semantics(model, 3000) > 0
 
 
 def test_bus_nesting_is_reported_at_depth_nine() -> None:

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import random
 import shutil
-from collections import Counter
 from itertools import permutations, product
 from pathlib import Path
 
 import pytest
-from helpers import HIER_COUNTS
+from helpers import HIER_COUNTS, compare_c_with_semantics
 
 from coherence import ir, symmetry
 from coherence.engines import check
@@ -29,7 +28,7 @@ from coherence.errors import SpecError
 from coherence.explore import reachable
 from coherence.layout import Layout
 from coherence.results import CheckOptions
-from coherence.semantics import CoherenceViolation, Outcome, Semantics
+from coherence.semantics import Semantics
 from coherence.spec.load import load_spec, load_spec_text
 from coherence.spec.select import drop_properties
 
@@ -78,52 +77,6 @@ property coherent: coherence;
 """
 
 
-def _action_keys(outcomes: list[Outcome]) -> Counter[tuple[str, ...]]:
-    keys: Counter[tuple[str, ...]] = Counter()
-    for o in outcomes:
-        if o.error is None:
-            continue
-        if isinstance(o.error, CoherenceViolation):
-            keys.update(("coherence", n) for n in o.error.properties)
-        else:
-            keys[("error", o.error.code, str(o.error.span))] += 1
-    return keys
-
-
-def _compare(model: ir.Model, cap: int) -> int:
-    """Up to ``cap`` states breadth-first: the C expansion of each is the semantics'."""
-    layout = Layout(model)
-    gen = generate(model, layout)
-    shim = Shim(gen, opt="-O0")
-    sem = Semantics(model)
-    init = [layout.pack(s) for s in sem.initial_states()]
-    assert shim.initial() == init
-    seen = set(init)
-    frontier = list(init)
-    done = 0
-    while frontier and done < cap:
-        nxt = []
-        for code in frontier[:cap - done]:
-            done += 1
-            state = layout.unpack(code)
-            outcomes, problems = sem.enabled(state)
-            ref = sorted(layout.pack(o.state) for o in outcomes if o.state is not None)
-            ex = shim.expand(code)
-            where = f"{model.file} in {state}"
-            assert sorted(ex.successors) == ref, where
-            got = Counter(gen.keys[k] for k in ex.failures)
-            assert got == _action_keys(outcomes) + Counter(p.key for p in problems), where
-            assert (ex.rules, ex.live, ex.problems) == (len(outcomes), len(ref),
-                                                        len(problems)), where
-            inv = {v.key for v in sem.invariant_violations(state)}
-            assert {gen.keys[k] for k in shim.check_state(code)} == inv, where
-            assert shim.quiescent(code) == sem.quiescent(state), where
-            nxt += [s for s in ref if s not in seen]
-            seen.update(ref)
-        frontier = nxt
-    return done
-
-
 SIZES = [(1, 2), (2, 1), (2, 2)]
 
 
@@ -131,12 +84,12 @@ SIZES = [(1, 2), (2, 1), (2, 2)]
 @pytest.mark.parametrize("path", [TWO_LEVEL, CONSTRUCTS], ids=lambda p: p.stem)
 def test_generated_c_is_the_semantics_state_by_state(path: Path, size: tuple[int, int]) -> None:
     model = load_spec(path, {"gpus": size[0], "sms": size[1]})
-    assert _compare(model, 250) == 250
+    assert compare_c_with_semantics(model, 250) == 250
 
 
 def test_run_time_errors_are_the_semantics() -> None:
     model = load_spec_text(ERRORS, "errors.coh")
-    assert _compare(model, 200) > 3
+    assert compare_c_with_semantics(model, 200) > 3
     found = check(model, CheckOptions(threads=1), engine="compiled").failures
     assert sorted(f.key[1] for f in found if f.key[0] == "error") == [
         "no-index", "not-agent", "undefined", "undefined-dst"]
