@@ -183,7 +183,7 @@ def test_permute_is_the_python_renaming(path: Path) -> None:
 # ---------------------------------------------------------------- other engines
 
 
-@pytest.mark.parametrize("engine", ["gpu", "distributed"])
+@pytest.mark.parametrize("engine", ["gpu"])  # distributed: tests/test_distributed_hierarchy.py
 def test_gpu_and_distributed_engines_refuse_with_a_located_error(engine: str) -> None:
     with pytest.raises(SpecError, match=f"the {engine} engine: hierarchical specs are not "
                        "supported") as info:

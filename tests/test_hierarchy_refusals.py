@@ -76,7 +76,6 @@ def test_liveness_is_refused() -> None:
 @pytest.mark.parametrize("argv", [
     ["prove", TWO_LEVEL, "--agents", "any"],
     ["check", TWO_LEVEL, "--engine", "gpu"],
-    ["check", TWO_LEVEL, "--engine", "distributed"],
 ])
 def test_the_command_line_exits_with_2(argv: list[str]) -> None:
     out = subprocess.run([sys.executable, "-m", "coherence.cli", *argv], capture_output=True,

@@ -17,8 +17,8 @@ from coherence.results import CheckOptions, CheckResult
 ENGINE_NAMES = ("auto", "reference", "compiled", "gpu", "distributed")
 
 # NOTE(hierarchy-refusal): the engines that translate hierarchical specs (the compiled engine
-# through cgen/chier.py); the GPU and distributed engines refuse them
-HIERARCHY_ENGINES = ("auto", "reference", "compiled")
+# and the distributed engine, through cgen/chier.py); the GPU engine refuses them
+HIERARCHY_ENGINES = ("auto", "reference", "compiled", "distributed")
 
 
 class EngineUnavailable(Exception):
