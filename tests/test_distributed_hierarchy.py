@@ -242,3 +242,35 @@ def test_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
     model = load_spec(TWO_LEVEL, {"gpus": 2, "sms": 1})
     assert doc["stats"]["states"] == check(model, CheckOptions(threads=1),
                                            engine="compiled").states
+
+
+# ---------------------------------------------------------------- the benchmark's rows
+
+
+def test_benchmark_rows_size_a_hierarchy_by_its_parameters() -> None:
+    from coherence.engines.bench import parse_row
+    row = parse_row("hmg:gpus=2/sms=1:sym")
+    assert (Path(row.spec).name, row.agents, row.params, row.symmetry) == (
+        "hmg.coh", None, (("gpus", 2), ("sms", 1)), True)
+    assert row.name == "hmg:gpus=2/sms=1:sym" and row.overrides() == {"gpus": 2, "sms": 1}
+    assert row.title.startswith("hmg, gpus=2 sms=1, symmetry exact")
+    assert parse_row("german:3").overrides() == {"agents": 3}
+    with pytest.raises(ValueError, match="no parameter 'agents'"):
+        parse_row("hmg:2")  # a hierarchy has no agents
+    with pytest.raises(ValueError, match="no parameter 'cores'"):
+        parse_row("hmg:cores=2")
+    with pytest.raises(ValueError, match="is not SPEC:AGENTS"):
+        parse_row("hmg:gpus=two")
+
+
+def test_benchmark_cells_of_a_hierarchical_row() -> None:
+    """The cells of ``coherence bench engines --engine distributed --rows hmg:...`` (measured
+    here in this process, on the module's cluster): the pinned count, monitor skipped."""
+    from coherence.engines.bench import measure, parse_row
+    row = parse_row("multigpu_broadcast_acked:gpus=1/sms=2:sym")
+    spec = {"timeout": 120.0, "threads": 2}
+    cells = {tool: measure(row, tool, spec) for tool in ("compiled-1", "distributed-2")}
+    pinned = HIER_COUNTS[("multigpu_broadcast_acked", 1, 2, False)][0]
+    assert [c["states"] for c in cells.values()] == [pinned, pinned]
+    assert cells["distributed-2"]["threads"] == 2
+    assert all(c["verdict"] == "holds" and c["symmetry"] == "exact" for c in cells.values())

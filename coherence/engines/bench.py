@@ -85,35 +85,64 @@ def all_threads() -> int:
 
 @attrs.frozen
 class Row:
-    """One row: a spec at a number of caches, with exact symmetry or without."""
+    """One row: a spec at a number of caches (or, for a hierarchical spec, at the sizes
+    ``params`` give its index types' parameters), with exact symmetry or without."""
 
     spec: str  # a path
-    agents: int
+    agents: int | None
     symmetry: bool
+    params: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def size(self) -> str:
+        return "/".join(f"{k}={v}" for k, v in self.params) if self.params else str(
+            self.agents)
 
     @property
     def name(self) -> str:
-        return f"{Path(self.spec).stem}:{self.agents}{':sym' if self.symmetry else ''}"
+        return f"{Path(self.spec).stem}:{self.size}{':sym' if self.symmetry else ''}"
 
     @property
     def title(self) -> str:
-        return (f"{Path(self.spec).stem}, {self.agents} caches, symmetry "
+        size = " ".join(f"{k}={v}" for k, v in self.params) if self.params else (
+            f"{self.agents} caches")
+        return (f"{Path(self.spec).stem}, {size}, symmetry "
                 f"{'exact' if self.symmetry else 'off'} (coherence monitor skipped)")
+
+    def overrides(self) -> dict[str, int]:
+        return dict(self.params) if self.params else {"agents": self.agents or 0}
+
+
+ROW_FORMS = ("SPEC:AGENTS, SPEC:AGENTS:sym, or SPEC:NAME=V/NAME=V[:sym] for a hierarchical "
+             "spec's parameters (e.g. german:5, german:6:sym, hmg:gpus=2/sms=1:sym)")
 
 
 def parse_row(text: str) -> Row:
-    """``SPEC:AGENTS[:sym]``; SPEC is a bundled spec's name (``german``) or a path."""
+    """``SPEC:AGENTS[:sym]`` or ``SPEC:NAME=V/NAME=V[:sym]`` (a hierarchical spec is sized by
+    its parameters, e.g. ``hmg:gpus=2/sms=1``); SPEC is a bundled spec's name (``german``)
+    or a path. The spec is loaded at those sizes, so that a bad row is refused here."""
     parts = text.split(":")
-    if len(parts) not in (2, 3) or not parts[1].isdigit() or (
+    size = re.fullmatch(r"\d+|[A-Za-z_]\w*=\d+(/[A-Za-z_]\w*=\d+)*", parts[1]) if len(
+        parts) > 1 else None
+    if len(parts) not in (2, 3) or size is None or (
             len(parts) == 3 and parts[2] not in ("sym", "off")):
-        raise ValueError(f"--rows: '{text}' is not SPEC:AGENTS or SPEC:AGENTS:sym "
-                         "(e.g. german:5, german:6:sym)")
+        raise ValueError(f"--rows: '{text}' is not {ROW_FORMS}")
     spec = Path(parts[0])
     if not spec.suffix:
         spec = SPECS_DIR / f"{parts[0]}.coh"
     if not spec.is_file():
         raise ValueError(f"--rows: no spec '{parts[0]}' (looked for {spec})")
-    return Row(str(spec), int(parts[1]), len(parts) == 3 and parts[2] == "sym")
+    params = tuple((k, int(v)) for k, v in (p.split("=") for p in parts[1].split("/"))
+                   ) if "=" in parts[1] else ()
+    row = Row(str(spec), None if params else int(parts[1]), len(parts) == 3 and
+              parts[2] == "sym", params)
+    from coherence.errors import SpecError
+    from coherence.spec.load import load_spec
+    try:
+        load_spec(row.spec, row.overrides())
+    except SpecError as err:
+        raise ValueError(f"--rows: '{text}': {err.message}") from None
+    return row
 
 
 # ---------------------------------------------------------------- availability
@@ -151,7 +180,7 @@ def load_row(row: Row) -> Any:
     from coherence.spec.load import load_spec
     from coherence.spec.select import drop_properties
 
-    model = load_spec(row.spec, {"agents": row.agents})
+    model = load_spec(row.spec, row.overrides())
     return drop_properties(model, [p.name for p in model.properties if p.kind == "coherence"])
 
 
@@ -159,7 +188,8 @@ def cell_main(argv: Sequence[str]) -> int:
     """The child: measure one cell and print ``CELL {json}`` (``BUILT`` when the build is done,
     so that the parent starts the search's time limit only then)."""
     spec = json.loads(argv[0])
-    row = Row(spec["spec"], spec["agents"], spec["symmetry"])
+    row = Row(spec["spec"], spec["agents"], spec["symmetry"],
+              tuple((k, v) for k, v in spec["params"]))
     tool: str = spec["tool"]
     try:
         doc = measure(row, tool, spec)
@@ -291,7 +321,8 @@ def run_cell(row: Row, tool: str, timeout: float, threads: int,
     reason = unavailable(tool, row)
     if reason is not None:
         return {**base, "status": "not run", "reason": reason}
-    spec = {"spec": row.spec, "agents": row.agents, "symmetry": row.symmetry, "tool": tool,
+    spec = {"spec": row.spec, "agents": row.agents, "params": row.params,
+            "symmetry": row.symmetry, "tool": tool,
             "timeout": timeout, "threads": threads, "max_states": max_states,
             "spin_memory_mb": spin_memory_mb}
     # the child runs this module's cell_main; no spec text is ever evaluated
@@ -424,6 +455,7 @@ def bench(rows: Sequence[Row], tools: Sequence[str], timeout: float, threads: in
                                if peer is not cell}
         scaling(cells)
         out_rows.append({"row": row.name, "spec": row.spec, "agents": row.agents,
+                         "params": dict(row.params),
                          "symmetry": "exact" if row.symmetry else "off",
                          "title": row.title, "cells": cells})
     return {"tool": "coherence bench engines", "threads": threads, "timeout_s": timeout,
@@ -494,7 +526,8 @@ def table(doc: dict[str, Any]) -> str:
 
 def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rows", default=None,
-                   help=f"comma-separated SPEC:AGENTS[:sym] (default: {','.join(DEFAULT_ROWS)})")
+                   help=f"comma-separated SPEC:AGENTS[:sym], or SPEC:NAME=V/NAME=V[:sym] for a "
+                        f"hierarchical spec (hmg:gpus=2/sms=1) (default: {','.join(DEFAULT_ROWS)})")
     p.add_argument("--tools", default=None,
                    help=f"comma-separated, from {', '.join(TOOLS)} (default: every one but "
                         "reference and gpu)")
