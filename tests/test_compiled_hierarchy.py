@@ -24,7 +24,6 @@ from coherence.engines import check
 from coherence.engines.cgen.chsym import element_perm, factors
 from coherence.engines.cgen.codegen import generate
 from coherence.engines.compiled.cshim import Shim
-from coherence.errors import SpecError
 from coherence.explore import reachable
 from coherence.layout import Layout
 from coherence.results import CheckOptions
@@ -178,17 +177,6 @@ def test_permute_is_the_python_renaming(path: Path) -> None:
             want = layout.pack(sym.permute(state, el))
             assert shim.permute(layout.pack(state), tuple(element_perm(model, el.perms))) \
                 == want
-
-
-# ---------------------------------------------------------------- other engines
-
-
-@pytest.mark.parametrize("engine", ["gpu"])  # distributed: tests/test_distributed_hierarchy.py
-def test_gpu_and_distributed_engines_refuse_with_a_located_error(engine: str) -> None:
-    with pytest.raises(SpecError, match=f"the {engine} engine: hierarchical specs are not "
-                       "supported") as info:
-        check(load_spec(TWO_LEVEL, {}), CheckOptions(threads=1), engine=engine)
-    assert (info.value.span.line, info.value.span.col) == (24, 9)
 
 
 # ---------------------------------------------------------------- the bundled specs

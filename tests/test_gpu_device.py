@@ -1,10 +1,11 @@
 """The GPU engine on a GPU (skipped without CuPy and a CUDA GPU): counts, verdicts and
 counterexample lengths equal to the compiled engine's on every bundled spec and mutant at
-2 to 4 agents. Run on the H200 through the device tool; the log is committed under
-results/device/gpu-*/."""
+2 to 4 agents, and on the hierarchical specs (issue 20) up to 2 GPUs of 2 SMs. Run on the H200
+through the device tool; the logs are committed under results/device/gpu-*/."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,10 @@ pytestmark = [
 ]
 
 ROOT = Path(__file__).resolve().parent.parent  # not helpers.ROOT: helpers needs Z3
-SPECS = sorted((ROOT / "specs").glob("*.coh"))
+# hierarchical specs (issue 20: `index` types) are sized by gpus and sms, not agents
+HIER = sorted(p.stem for p in (ROOT / "specs").glob("*.coh")
+              if re.search(r"^\s*index\s+\w+\s*:", p.read_text(), re.MULTILINE))
+SPECS = sorted(p for p in (ROOT / "specs").glob("*.coh") if p.stem not in HIER)
 MUTANTS = find_mutants(ROOT / "specs" / "mutants")
 
 
@@ -61,4 +65,24 @@ def test_mutant_matches_the_compiled_engine(path: Path, agents: int) -> None:
     options = CheckOptions(stop_at_first=True, threads=2)  # the mutants verb's setting
     gpu = run(GpuEngine(), model, options)
     assert gpu.states > 1  # liveness mutants hold here: a safety search cannot see them
+    assert summary(gpu) == summary(run(CompiledEngine(), model, options))
+
+
+# hierarchical specs (NOTE(gpu-hierarchy)): (gpus, sms, coherence monitor?) up to a few
+# million states; tests/test_gpu_hierarchy.py runs the smaller ones on the host emulation
+HIER_SIZES = [(1, 2, True), (2, 1, True), (2, 2, False)]
+HIER_CASES = [pytest.param(s, size, sym, id=f"{s}-{size[0]}x{size[1]}-"
+                           f"{'mon' if size[2] else 'nomon'}-{'sym' if sym else 'nosym'}")
+              for s in HIER for size in HIER_SIZES for sym in (True, False)]
+
+
+@pytest.mark.parametrize(("spec", "size", "symmetry"), HIER_CASES)
+def test_hierarchical_spec_matches_the_compiled_engine(spec: str, size: tuple[int, int, bool],
+                                                       symmetry: bool) -> None:
+    model = load_spec(ROOT / "specs" / f"{spec}.coh", {"gpus": size[0], "sms": size[1]})
+    if not size[2]:
+        model = drop_properties(model, ["coherent"])
+    options = CheckOptions(symmetry=symmetry, threads=4)
+    gpu = run(GpuEngine(), model, options)
+    assert gpu.engine == "gpu" and gpu.states > 1000
     assert summary(gpu) == summary(run(CompiledEngine(), model, options))

@@ -3,9 +3,6 @@ semantics on a small two-level write-through hierarchy (tests/specs/hierarchy/).
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 from helpers import ROOT
 
@@ -133,13 +130,3 @@ def test_indices_need_index_types_in_a_two_kind_spec() -> None:
     with pytest.raises(SpecError, match="declares no index types") as info:
         load_spec_text("cache machine C[a: agent] { state I; init I; }\n", "c.coh")
     assert (info.value.span.line, info.value.span.col) == (1, 16)
-
-
-def test_generated_c_engines_refuse_with_a_located_error() -> None:
-    out = subprocess.run([sys.executable, "-m", "coherence.cli", "check", TWO_LEVEL,
-                          "--engine", "gpu"], capture_output=True, text=True, cwd=ROOT,
-                         check=False)
-    assert out.returncode == 2
-    assert ("two_level_wt.coh:24:9: error: the gpu engine: hierarchical specs are not "
-            "supported yet") in out.stderr
-    assert "Traceback" not in out.stderr

@@ -1,6 +1,6 @@
 """Every back end that does not support hierarchical specs yet refuses one with a located
 error (NOTE(hierarchy-refusal)), never a traceback or a wrong answer; `coherence check` runs
-them on the reference or the compiled engine (tests/test_compiled_hierarchy.py)."""
+them on every engine (tests/test_{compiled,gpu,distributed}_hierarchy.py)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,7 @@ import pytest
 from helpers import ROOT
 
 from coherence import ir
-from coherence.engines import check, get_engine
-from coherence.engines.driver import run
+from coherence.engines import check
 from coherence.errors import SpecError
 from coherence.results import CheckOptions
 from coherence.spec.load import load_spec, load_spec_text
@@ -33,16 +32,11 @@ def _prove_all(m: ir.Model) -> Any:
     return prove_all(m)
 
 
-def _gpu(m: ir.Model) -> Any:
-    return run(get_engine("gpu"), m, CheckOptions())
-
-
 # the back ends that do not take hierarchical specs yet (BMC, k-induction, the Murphi and
-# Promela exports, diagrams, random testing, litmus and the compiled engine do:
-# tests/test_hier_*.py, tests/test_hierarchy_*.py, tests/test_compiled_hierarchy.py)
+# Promela exports, diagrams, random testing, litmus and every engine do:
+# tests/test_hier_*.py, tests/test_hierarchy_*.py, tests/test_*_hierarchy.py)
 BACK_ENDS: dict[str, tuple[Callable[[ir.Model], Any], str]] = {
     "prove for every N": (_prove_all, "the Z3 back end"),
-    "GPU engine through the driver": (_gpu, "the gpu engine"),
 }
 
 
@@ -75,7 +69,6 @@ def test_liveness_is_refused() -> None:
 
 @pytest.mark.parametrize("argv", [
     ["prove", TWO_LEVEL, "--agents", "any"],
-    ["check", TWO_LEVEL, "--engine", "gpu"],
 ])
 def test_the_command_line_exits_with_2(argv: list[str]) -> None:
     out = subprocess.run([sys.executable, "-m", "coherence.cli", *argv], capture_output=True,

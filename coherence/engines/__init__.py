@@ -16,10 +16,6 @@ from coherence.results import CheckOptions, CheckResult
 
 ENGINE_NAMES = ("auto", "reference", "compiled", "gpu", "distributed")
 
-# NOTE(hierarchy-refusal): the engines that translate hierarchical specs (the compiled engine
-# and the distributed engine, through cgen/chier.py); the GPU engine refuses them
-HIERARCHY_ENGINES = ("auto", "reference", "compiled", "distributed")
-
 
 class EngineUnavailable(Exception):
     """The chosen engine cannot run here (the message says why, in one line)."""
@@ -69,8 +65,6 @@ def resolve_engine(name: str, settings: Mapping[str, Any] | None = None
 def check(model: ir.Model, options: CheckOptions | None = None,
           engine: str = "reference", settings: Mapping[str, Any] | None = None) -> CheckResult:
     from coherence.engines.driver import run
-    if model.is_hierarchical and engine not in HIERARCHY_ENGINES:
-        ir.refuse_hierarchical(model, f"the {engine} engine")
     chosen, notes = resolve_engine(engine, settings)
     try:
         result = run(chosen, model, options)

@@ -47,8 +47,6 @@ def property_names(model: ir.Model) -> list[str]:
 
 def run(engine: Engine, model: ir.Model, options: CheckOptions | None = None) -> CheckResult:
     options = options or CheckOptions()
-    if engine.name not in ("reference", "compiled", "distributed"):  # NOTE(hierarchy-refusal):
-        ir.refuse_hierarchical(model, f"the {engine.name} engine")  # the GPU engine
     refuse_absurd(model)
     sem = Semantics(model)
     layout = Layout(model)

@@ -1,6 +1,13 @@
 """``--engine gpu``: the generated model (``coherence.engines.cgen``) compiled for the GPU with
 NVRTC and explored one thread per frontier state (issue 18). Failures come back as paths of
-packed states, which the driver replays through the reference semantics."""
+packed states, which the driver replays through the reference semantics.
+
+NOTE(gpu-hierarchy): hierarchical specs (issue 20) need nothing of their own here:
+``cgen.codegen.generate`` translates them (``chier.py``: a block per machine instance, nodes,
+multicast; ``chsym.py``: the nested symmetry's ``co_canonicalize``), and the runtime only calls
+the contract's functions, so the kernels run the compiled engine's successor and
+canonicalisation code. tests/test_gpu_hierarchy.py holds them to the reference and compiled
+engines on the host emulation; tests/test_gpu_device.py on a GPU."""
 
 from __future__ import annotations
 
