@@ -58,15 +58,6 @@ def test_two_kind_specs_are_not_refused() -> None:
     ir.refuse_hierarchical(m, "anything")  # returns
 
 
-def test_liveness_is_refused() -> None:
-    text = (ROOT / "tests/specs/hierarchy/two_level_wt.coh").read_text()
-    text += "liveness settles: forall g: gpu :: L2[g].state == R;\n"
-    m = load_spec_text(text, "live.coh", {"gpus": 1, "sms": 1})
-    with pytest.raises(SpecError, match="liveness checking") as info:
-        check(m, CheckOptions(liveness=True), engine="reference")
-    assert (info.value.span.line, info.value.span.col) == WHERE
-
-
 @pytest.mark.parametrize("argv", [
     ["prove", TWO_LEVEL, "--agents", "any"],
 ])

@@ -87,7 +87,6 @@ def with_liveness(model: ir.Model, options: CheckOptions, result: CheckResult,
     passed the symmetry audit (NOTE(liveness-symmetry))."""
     if not model.liveness or not options.liveness:
         return result  # the command line says they were not checked (commands.report)
-    ir.refuse_hierarchical(model, "liveness checking (--liveness)")
     names = [p.name for p in model.liveness]
     if result.stopped or (options.stop_at_first and result.failures):
         result.notes.append(f"liveness not checked: {', '.join(names)} (the safety search "
@@ -103,8 +102,8 @@ def with_liveness(model: ir.Model, options: CheckOptions, result: CheckResult,
     if options.symmetry and model.agents > 1:
         notes.append(SYMMETRY_NOTE)
     if live.skipped:
-        notes.append(f"liveness: {live.skipped} instances with agent binders decided by a "
-                     "renamed one (the model is symmetric: docs/language.md, 'Liveness')")
+        notes.append(f"liveness: {live.skipped} instances of properties with binders decided "
+                     "by a renamed one (the model is symmetric: docs/language.md, 'Liveness')")
     result.notes += notes
     if live.failures:
         result.verdict = "fails"

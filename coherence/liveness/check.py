@@ -27,6 +27,19 @@ so P and Q are invariant under renaming every agent, binder values included; in 
 model each renaming maps the graph onto itself, initial states to initial states, and each
 fairness task to a task (of the renamed agent or message, as weak or strong as before), so it
 maps a fair run breaking instance v to a fair run breaking the renamed instance.
+
+In a hierarchy (issue 20) the tasks name nodes (machine instances) and messages, and the
+renamings used are those that permute each index type's ids by ONE permutation in every
+enclosing id (gpus by one, and the sm ids of every gpu by one more: the direct product of one
+symmetric group per index type, a subgroup of the nested group the safety search reduces by
+and audits). Under such a renaming a bare ``sm`` binder value is renamed the same way
+whichever gpu a predicate pairs it with, so P and Q are invariant under renaming the state
+and the binder values of each index type; each renaming of the subgroup maps the graph onto
+itself because every element of the nested group does, and tasks to tasks as above. So the
+orbits are those of first-use order per index type, and ``forall g: gpu :: forall s: sm``
+is checked for (0, 0) alone. (The larger nested group would relate more binder tuples only
+when a predicate pairs an ``sm`` binder with a particular gpu, which a predicate may not
+promise: ``L1[h, s]`` with another gpu ``h`` is allowed.)
 """
 
 from __future__ import annotations
@@ -58,10 +71,12 @@ from coherence.liveness.tasks import TaskKeys
 from coherence.memory import peak_rss_bytes
 from coherence.results import CheckOptions, Failure
 from coherence.semantics import ModelError, Outcome, Semantics, State
+from coherence.symmetry import has_symmetry, make_symmetry
 from coherence.trace import Step, TraceReplayError, describe
 
 SYMMETRY_NOTE = ("liveness properties were checked on the state graph without symmetry "
-                 "reduction (weak fairness names agents: docs/language.md, 'Liveness')")
+                 "reduction (weak fairness names agents and machine instances: docs/language.md, "
+                 "'Liveness')")
 
 
 @attrs.define
@@ -89,7 +104,7 @@ def check_liveness(model: ir.Model, options: CheckOptions,
     layout = Layout(model)
     insts = instances(model)
     if symmetric is None:
-        symmetric = options.symmetry and model.agents > 1 and _audit(model)
+        symmetric = options.symmetry and has_symmetry(model) and _audit(model)
     checked = representatives(insts) if options.symmetry and symmetric else insts
     with (builder or reference.build)(model, layout, checked, options, start) as built:
         g = built.graph
@@ -135,30 +150,40 @@ def check_liveness(model: ir.Model, options: CheckOptions,
 
 def _audit(model: ir.Model) -> bool:
     from coherence.engines.driver import symmetry_is_sound
-    from coherence.symmetry import Symmetry
 
     sem = Semantics(model)
-    return symmetry_is_sound(sem, Symmetry(sem))
+    return symmetry_is_sound(sem, make_symmetry(sem))
+
+
+def _renamed_kind(t: ir.Type, v: int) -> str | None:
+    """The scalarset a binder value of type ``t`` belongs to, renamed as a whole
+    (NOTE(liveness-symmetry)); None for a value kept as it is (a hierarchy's ``node``, the
+    home, anything else)."""
+    if isinstance(t, ir.AgentT) or (isinstance(t, ir.NodeT) and v < t.n):
+        return "agent"
+    if isinstance(t, ir.IndexT):
+        return t.name
+    return None
 
 
 def representatives(insts: list[Instance]) -> list[Instance]:
-    """One instance per orbit of its binder values under agent renamings
-    (NOTE(liveness-symmetry)): those whose agent values (of ``agent`` binders, and of
-    ``node`` binders other than the home) appear in first-use order 0, 1, 2, ...; every other
-    binder value is kept as it is."""
+    """One instance per orbit of its binder values under the renamings of
+    NOTE(liveness-symmetry): those whose values of each scalarset (agents: of ``agent``
+    binders and of ``node`` binders other than the home; each index type of a hierarchy on
+    its own) appear in first-use order 0, 1, 2, ...; every other binder value is kept."""
     out = []
     for inst in insts:
-        nxt = 0
-        seen: dict[int, int] = {}
+        seen: dict[str, dict[int, int]] = {}
         canonical = True
         for b, v in zip(inst.prop.binders, inst.values, strict=True):
-            if isinstance(b.type, ir.AgentT) or (isinstance(b.type, ir.NodeT)
-                                                and v < b.type.n):
-                if v not in seen:
-                    seen[v] = nxt
-                    nxt += 1
-                if seen[v] != v:
-                    canonical = False
+            kind = _renamed_kind(b.type, v)
+            if kind is None:
+                continue
+            ids = seen.setdefault(kind, {})
+            if v not in ids:
+                ids[v] = len(ids)
+            if ids[v] != v:
+                canonical = False
         if canonical:
             out.append(inst)
     return out

@@ -11,7 +11,8 @@ computes these pairs: ``coherence.engines.cgen.codegen``, ``CO_TASK``):
 * a rule or event of one machine instance with its parameters:
   ``(RULE << 32 | machine << 16 | transition, code)``, ``code`` the mixed-radix number of
   (agent, with the home as ``agents``; line; each parameter minus its domain's start), agent
-  most significant.
+  most significant. In a hierarchy the agent is the node (``ir.instances``: one task per
+  machine instance), as ``Action.agent`` is there.
 
 An unfair transition performs no task (``None``).
 """

@@ -293,6 +293,4 @@ class HierGen(_Gen):
 
 def hier_generator(model: ir.Model, layout: Layout, liveness: bool = False) -> Any:
     """The generator of a hierarchical spec's C (``codegen.generate``)."""
-    if liveness:
-        raise CodegenError("liveness graphs of hierarchical specs")
-    return HierGen(HierCModel(model, layout))
+    return HierGen(HierCModel(model, layout), liveness)

@@ -31,14 +31,15 @@ def _hi(base: int, t: ir.Transition) -> int:
 
 
 def rule_task(cm: CModel, m: ir.Machine, t: ir.Transition, self_: str) -> str:
-    """``co_set_task`` for rule or event ``t`` of machine ``m`` at agent ``self_`` (C), with
-    its parameters in ``pr[]``."""
+    """``co_set_task`` for rule or event ``t`` of machine ``m`` at agent ``self_`` (C; in a
+    hierarchy the node, as ``Action.agent``), with its parameters in ``pr[]``."""
     mi = [x.name for x in cm.model.machines].index(m.name)
     hi = _hi(RULE << 32 | mi << 16 | t.index, t)
     if hi == 0:
         return "co_set_task(sink, 0, 0);"
     code = f"((uint64_t){self_} * {cm.lines} + (uint64_t)line)"
-    radix = (cm.n + 1) * cm.lines
+    nodes = len(ir.instances(cm.model)) if cm.model.is_hierarchical else cm.n + 1
+    radix = nodes * cm.lines
     for i, p in enumerate(t.params):
         dom = ir.domain(p.type)
         code = f"({code} * {len(dom)} + (uint64_t)(pr[{i}] - ({dom.start})))"
@@ -61,8 +62,9 @@ def message_task(info: NetInfo, m: ir.Machine, t: ir.Transition) -> str:
             f"({head} << {lay.type_bits + lay.union_bits}) | (uint64_t)code);")
 
 
-def live_source(cm: CModel) -> str:
-    """The predicates of every liveness property and ``co_live_eval``."""
+def live_source(cm: CModel, frame_class: type[Frame] = Frame) -> str:
+    """The predicates of every liveness property and ``co_live_eval`` (``frame_class``
+    translates expressions: ``chier.HierFrame`` for a hierarchical spec)."""
     out = []
     body = ["CO_FN int co_live_eval(const co_state *s, const uint8_t *want, uint8_t *goal, "
             "uint8_t *premise, uint8_t *err) {",
@@ -72,7 +74,7 @@ def live_source(cm: CModel) -> str:
         for kind, e in (("goal", prop.goal), ("premise", prop.premise)):
             if e is None:
                 continue
-            f = Frame(cm, "inv", params=prop.binders)
+            f = frame_class(cm, "inv", params=prop.binders)
             v = f.ex(e)
             f.emit(f"return {v} != 0;")
             out.append(f"/* liveness {prop.name}: {kind} ({prop.span}) */\n"

@@ -90,7 +90,7 @@ class _Gen:
         props = self._properties()
         sym = self._symmetry()
         initial = self._initial()
-        live = [live_source(cm)] if self.liveness else []
+        live = [live_source(cm, self.frame_class)] if self.liveness else []
         return "\n".join([self._header(), *parts, *self.protos, "", *self.defs, expand,
                           props, initial, sym, *live])
 

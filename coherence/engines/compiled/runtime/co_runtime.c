@@ -483,7 +483,7 @@ void co_parents(int32_t *out) {
 
 int co_state_at(uint64_t id, uint64_t *out_words) {
     if (S.states == NULL || id >= atomic_load(&S.count)) return -1;
-    co_state s;
+    _Alignas(32) co_state s; /* as in co_live_table */
     load_state(id, &s);
     memcpy(out_words, s.w, sizeof s.w);
     return 0;
@@ -501,7 +501,9 @@ int co_live_table(const int32_t *slot, uint8_t *goal, uint8_t *premise, int64_t 
         err_state[i] = -1;
     }
     for (uint64_t id = 0; id < n; id++) {
-        co_state s;
+        /* aligned explicitly: GCC 12 -O3 inlined load_state here with an aligned 16-byte
+         * store to this local at an address 8 mod 16 (a crash on hmg.coh at 2 GPUs) */
+        _Alignas(32) co_state s;
         load_state(id, &s);
         co_live_eval(&s, want, g, p, e);
         for (int i = 0; i < CO_LIVE_INSTANCES; i++) {
