@@ -86,3 +86,18 @@ def test_hierarchical_spec_matches_the_compiled_engine(spec: str, size: tuple[in
     gpu = run(GpuEngine(), model, options)
     assert gpu.engine == "gpu" and gpu.states > 1000
     assert summary(gpu) == summary(run(CompiledEngine(), model, options))
+
+
+def test_hierarchical_spec_on_the_command_line() -> None:
+    """`coherence check --engine gpu` takes a hierarchical spec (no located refusal)."""
+    import json
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "coherence.cli", "check",
+                          str(ROOT / "tests" / "specs" / "hierarchy" / "two_level_wt.coh"),
+                          "-p", "gpus=1", "-p", "sms=2", "--engine", "gpu", "--json"],
+                         capture_output=True, text=True, cwd=ROOT, check=False, timeout=600)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert (report["engine"], report["verdict"], report["stats"]["states"]) == (
+        "gpu", "holds", 542)

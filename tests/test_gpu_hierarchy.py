@@ -191,14 +191,3 @@ def test_command_line_without_a_gpu_says_why_not_hierarchical() -> None:
     assert out.returncode == 2
     assert out.stderr.startswith("<command line>: error: the gpu engine cannot run here: ")
     assert "hierarchical" not in out.stderr and "Traceback" not in out.stderr
-
-
-@pytest.mark.gpu
-@pytest.mark.skipif(GpuEngine().available() is not None,
-                    reason=f"no GPU engine here: {GpuEngine().available()}")
-def test_command_line_on_a_gpu() -> None:
-    import json
-    out = _check_cli("--json")
-    assert out.returncode == 0, out.stderr
-    report = json.loads(out.stdout)
-    assert (report["verdict"], report["stats"]["states"]) == ("holds", 542)
