@@ -26,6 +26,10 @@ def add_args(p: argparse.ArgumentParser) -> None:
                    help="override a spec parameter (repeatable)")
     p.add_argument("--agents", "-n", type=agents_or_any, metavar="N|any",
                    help="number of agents, or 'any' for a proof for every number of agents")
+    p.add_argument("--over", metavar="INDEX",
+                   help="with --agents any on a hierarchical spec: the index type (or its "
+                        "parameter, e.g. sms) whose every size is proved, the others fixed by "
+                        "--param (inferred when only one index type fits)")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--bmc", type=nonnegative_int, metavar="K",
@@ -88,10 +92,14 @@ def run(args: argparse.Namespace) -> int:
         raise SpecError("--infer needs --agents any", NO_SPAN)
     if args.write and not args.infer:
         raise SpecError("--write needs --infer", NO_SPAN)
+    if args.over is not None and not (any_n and model.is_hierarchical):
+        raise SpecError(f"--over {args.over} needs --agents any and a hierarchical spec (it "
+                        "names the index type whose every size is proved)", NO_SPAN)
     if any_n:
-        _refuse_hierarchical_any(model)
         if args.bmc is not None:
             raise SpecError("--bmc needs a fixed number of agents (--agents N)", NO_SPAN)
+        if model.is_hierarchical:
+            return _run_hier(args, model)
         if args.infer:
             from coherence.commands.prove_infer import run_infer
             return run_infer(args, model, _header)
@@ -103,26 +111,30 @@ def run(args: argparse.Namespace) -> int:
     return _run_bmc(args, model)
 
 
-def _refuse_hierarchical_any(model: Any) -> None:
-    """NOTE(z3-hierarchy): the proof for every number of agents (coherence.smt.param) has
-    one replicated cache and a home; a hierarchical spec gets a located refusal (exit 2)."""
+def _run_hier(args: argparse.Namespace, model: Any) -> int:
+    """NOTE(param-hierarchy): the proof for every size of one index type of a hierarchical
+    spec (``--over``), the others fixed by ``--param``; a spec of another shape gets a located
+    refusal naming the construct (exit 2) before Z3 runs."""
     from coherence import ir
     from coherence.errors import SpecError
-    if not model.is_hierarchical:
-        return
-    first = next(m for m in model.machines if m.kind is ir.MachineKind.MACHINE)
-    raise SpecError(f"prove --agents any does not support hierarchical specs yet (machine "
-                    f"{first.name} and the `machine NAME[...]` form); prove them at fixed "
-                    "sizes with --bmc K or --induction K (sizes: --param NAME=VALUE)",
-                    first.span)
+    from coherence.smt.param_hier import shape_of
+    if args.infer:
+        first = next(m for m in model.machines if m.kind is ir.MachineKind.MACHINE)
+        raise SpecError("--infer does not support hierarchical specs yet (machine "
+                        f"{first.name}); write the `invariant aux` lines by hand", first.span)
+    shape = shape_of(model, args.over)
+    return _run_param(args, model, shape)
 
 
 def _header(rep: Any, args: argparse.Namespace, model: Any, engine: str,
-            **bounds: Any) -> None:
+            shape: Any = None, **bounds: Any) -> None:
     params = {} if args.agents == "any" else {p.name: p.value for p in model.params}
+    extra: dict[str, Any] = {"agents": "any"} if args.agents == "any" else {}
+    if shape is not None:  # the fixed sizes, and the free one
+        params = {p.name: p.value for p in model.params if p.name != shape.param}
+        extra = {"agents": "any", "over": shape.index}
     rep.header(model.file, params, engine,
-               {**bounds, "timeout": args.timeout, "rlimit": args.rlimit},
-               **({"agents": "any"} if args.agents == "any" else {}))
+               {**bounds, "timeout": args.timeout, "rlimit": args.rlimit}, **extra)
     if not model.invariants and not model.properties and rep.kind == "jsonl":
         rep.note(NOTHING_TO_PROVE)
 
@@ -199,15 +211,16 @@ def _run_induction(args: argparse.Namespace, model: Any) -> int:
     return result.exit_code
 
 
-def _run_param(args: argparse.Namespace, model: Any) -> int:
+def _run_param(args: argparse.Namespace, model: Any, shape: Any = None) -> int:
     from coherence.commands.common import draw_failures, reporter
     from coherence.smt.param import prove_all
     from coherence.smt.report import param_json, print_param
 
     with reporter(args, "coherence prove") as rep:
-        _header(rep, args, model, "z3 proof for every number of agents")
+        what = "agents" if shape is None else f"{shape.index} ids"
+        _header(rep, args, model, f"z3 proof for every number of {what}", shape)
         result = prove_all(model, timeout=args.timeout, rlimit=args.rlimit,
-                           progress=_steps(rep))
+                           progress=_steps(rep), over=None if shape is None else shape.index)
         rep.finish(result.verdict, result.exit_code)
     _save(args, model, result.failures, "prove --agents any")
     if args.json:

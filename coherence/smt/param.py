@@ -82,9 +82,12 @@ class PState:
     cvars: list[Any]  # per cache variable (state first): Array(Node, sort)
     # fifo: (count, types[cap], fields[cap][nf]) arrays over (src, dst); unordered: UNet
     nets: list[Any]
+    # NOTE(param-hierarchy): a hierarchical spec's singleton instances, each (state, *vars)
+    # (``param_hier.Shape.singles`` order); empty for flat specs, whose home is ``home``
+    rows: list[list[Any]] = attrs.Factory(list)
 
     def leaves(self) -> list[Any]:
-        out = [*self.globals, *self.home, *self.cvars]
+        out = [*self.globals, *self.home, *self.cvars, *(x for r in self.rows for x in r)]
         for net in self.nets:
             if isinstance(net, UNet):
                 out += net.leaves()
@@ -96,10 +99,13 @@ class PState:
     def copy(self) -> PState:
         nets = [n.copy() if isinstance(n, UNet) else (n[0], list(n[1]), [list(r) for r in n[2]])
                 for n in self.nets]
-        return PState(list(self.globals), list(self.home), list(self.cvars), nets)
+        return PState(list(self.globals), list(self.home), list(self.cvars), nets,
+                      [list(r) for r in self.rows])
 
 
 class ParamEncoder(ModelTables):
+    shape: Any = None  # NOTE(param-hierarchy): param_hier.Shape of a hierarchical spec
+
     def __init__(self, model: ir.Model) -> None:
         super().__init__(model)
         self.max_fields = max((len(m.fields) for m in model.messages), default=0)
@@ -117,6 +123,14 @@ class ParamEncoder(ModelTables):
             raise Unsupported(f"assume {a.name}: state constraints are not supported with "
                               "--agents any (they bound the search of one configuration; "
                               "prove with --agents N)", a.span)
+
+    def is_agent(self, x: Any) -> Any:
+        """Whether node ``x`` is an instance of the replicated machine (a cache)."""
+        return is_agent(x)
+
+    def nodes_apart(self) -> Any:
+        """The named nodes are distinct (the home is not "undefined")."""
+        return HOME != UNDEF_N
 
     def fresh(self, prefix: str) -> PState:
         m = self.model
@@ -346,7 +360,7 @@ class PExec(Exec):
                 and isinstance(right, ir.Lit) and right.value == 0):
             s = self.expr(left.args[0], c)
             y = z3.Const("y_size", NODE)
-            empty = z3.ForAll([y], z3.Implies(is_agent(y), z3.Not(s[y])))
+            empty = z3.ForAll([y], z3.Implies(self.enc.is_agent(y), z3.Not(s[y])))
             return b2i(empty if op == "==" else z3.Not(empty))
         if op in ("&&", "||", "->"):
             return super().binary(e, c)
@@ -357,8 +371,7 @@ class PExec(Exec):
             s = self.expr(left, c)
             a = self.check(self.expr(right, c), c)
             return z3.Store(s, a, op == "with")
-        if isinstance(left.type, (ir.AgentT, ir.NodeT)) or isinstance(
-                right.type, (ir.AgentT, ir.NodeT)):
+        if self.node_typed(left.type) or self.node_typed(right.type):
             a = self.check(self.expr(left, c), c)
             b = self.check(self.expr(right, c), c)
             if op == "==":
@@ -370,12 +383,21 @@ class PExec(Exec):
             raise Unsupported("set comparisons are not supported with --agents any", e.span)
         return super().binary(e, c)
 
+    def node_typed(self, t: ir.Type) -> bool:
+        """Whether values of ``t`` are of sort ``Node`` here."""
+        return isinstance(t, (ir.AgentT, ir.NodeT))
+
     def quant(self, e: ir.Quant, c: Any) -> Any:
         if not isinstance(e.var_type, ir.AgentT):
             return super().quant(e, c)
+        return self.node_quant(e, c)
+
+    def node_quant(self, e: ir.Quant, c: Any) -> Any:
+        """A quantifier over the agents: over the ``Node`` sort, guarded by ``is_agent``."""
         x = z3.FreshConst(NODE, e.var)
         saved = self.locals.get(e.var)
         self.locals[e.var] = x
+        is_agent = self.enc.is_agent
         self.bound.append((x, is_agent(x)))
         body = truth(self.expr(e.body, c))
         self.bound.pop()
@@ -525,6 +547,13 @@ class ParamResult:
     reason: str | None
     seconds: float
     cti_details: list[Any] = attrs.Factory(list)  # induction.Cti, concrete and replayed
+    # NOTE(param-hierarchy): a hierarchical spec's free index type; ``instance`` counts its ids
+    over: str | None = None
+
+    @property
+    def unit(self) -> str:
+        """What ``instance`` and "every number of" count."""
+        return "agents" if self.over is None else f"{self.over} ids"
 
     @property
     def exit_code(self) -> int:
@@ -547,22 +576,26 @@ def _step(enc: ParamEncoder, s: PState, machine: ir.Machine, tr: ir.Transition,
           tag: str) -> tuple[Any, Any, PState, list[Any], Any]:
     """(ok, error, successor, existential constants, duplicate send) of one transition; a
     duplicate send puts a message where one of its kind already is (see UNet)."""
-    ex = PExec(enc, s)
     consts: list[Any] = []
     pre: list[Any] = []
-    if machine.kind is ir.MachineKind.CACHE:
+    if enc.shape is not None:  # NOTE(param-hierarchy)
+        from coherence.smt.param_hier import actor
+        ex, st = actor(enc, s, machine, tag, consts, pre)
+    elif machine.kind is ir.MachineKind.CACHE:
+        ex = PExec(enc, s)
         ex.agent = z3.Const(f"{tag}|self", NODE)
         consts.append(ex.agent)
         pre.append(is_agent(ex.agent))
         st = s.cvars[0][ex.agent]
     else:
+        ex = PExec(enc, s)
         st = s.home[0]
     pre.append(any_of([st == machine.state_index(x) for x in tr.states]))
     for p in tr.params:
-        if isinstance(p.type, ir.AgentT):
+        if ex.node_typed(p.type):
             v = z3.Const(f"{tag}|{p.name}", NODE)
             consts.append(v)
-            pre.append(is_agent(v))
+            pre.append(enc.is_agent(v))
         else:
             v = ivar(f"{tag}|{p.name}")
             consts.append(v)
@@ -607,7 +640,7 @@ def _properties(enc: ParamEncoder, s: PState) -> dict[str, Any]:
     action errs" is built per action by ``obligations``."""
     props: dict[str, Any] = {}
     for inv in enc.model.invariants:
-        ex = PExec(enc, s)
+        ex = PExec(enc, s) if enc.shape is None else enc.executor(s)
         v = truth(ex.expr(inv.expr, TRUE))
         props[f"invariant:{inv.name}"] = z3.And(z3.Not(any_of(ex.errs)), v)
     # no message waits in a state with no transition for it
@@ -617,7 +650,7 @@ def _properties(enc: ParamEncoder, s: PState) -> dict[str, Any]:
             if msg.network != net.name:
                 continue
             t = enc.msg_index[msg.name]
-            for machine in enc.model.machines:
+            for machine in enc.model.machines if enc.shape is None else ():
                 missing = [i for i in range(machine.state_type.size())
                            if not enc.sem.handlers.get((machine.name, msg.name, i))]
                 if not missing:
@@ -630,34 +663,59 @@ def _properties(enc: ParamEncoder, s: PState) -> dict[str, Any]:
                          z3.And(pnet[0][a, b] > 0, pnet[1][0][a, b] == t))
                 nt.append(z3.Exists([a, b], z3.And(where, first,
                                                    any_of([st == i for i in missing]))))
+    if enc.shape is not None:  # NOTE(param-hierarchy)
+        from coherence.smt.param_hier import no_transition
+        nt = no_transition(enc, s)
+        once = enc.one_per_kind(s)
+        if not z3.is_true(once):
+            props[ONE_PER_KIND] = once
     props["no-transition:*"] = z3.Not(any_of(nt))
     return props
 
 
 def prove_all(model: ir.Model, timeout: float | None = None,
               refute_depth: int = 10, rlimit: int | None = None,
-              progress: Callable[[int, int, str], None] | None = None) -> ParamResult:
+              progress: Callable[[int, int, str], None] | None = None,
+              over: str | None = None) -> ParamResult:
     """Prove every invariant for every number of agents, or refute at a concrete size.
 
     ``timeout`` caps the whole run in seconds. ``rlimit`` bounds each Z3 check by Z3's
     deterministic resource count instead of the per-phase wall-clock caps (QUICK_SECONDS, ...),
     so that the verdict does not depend on how loaded the machine is (tests use it).
     ``progress(done, total, what)`` is told of each proof obligation as it starts, and of the
-    search for a concrete counterexample.
+    search for a concrete counterexample. A hierarchical spec is proved for every size of one
+    index type, ``over`` (its name or its parameter's; inferred when None), the others fixed
+    as ``model`` binds them (NOTE(param-hierarchy) in ``param_hier``).
     """
-    ir.refuse_hierarchical(model, "the Z3 back end (coherence prove --agents any)")
+    shape = None
+    if model.is_hierarchical:
+        from coherence.smt.param_hier import shape_of
+        shape = shape_of(model, over)
+    elif over is not None:
+        raise SpecError(f"--over {over}: {model.file} is not hierarchical (a proof for every "
+                        "number of agents needs no --over)", NO_SPAN)
     start = time.perf_counter()
     budget = Budget(timeout, rlimit, start)
     notes = ["deadlock freedom is not part of a proof for every N (check it at fixed sizes)"]
+    if shape is not None:
+        notes.append(shape.describe())
     try:
-        _check_agents_free(model)
-        return _prove(model, budget, refute_depth, notes, progress)
+        if shape is None:
+            _check_agents_free(model)
+        else:
+            from coherence.smt.param_hier import check_index_free
+            check_index_free(model, shape)
+        result = _prove(model, budget, refute_depth, notes, progress, shape)
+        result.over = None if shape is None else shape.index
+        return result
     except Unsupported as unsupported:
         if progress is not None:
-            progress(0, 1, "no proof (unsupported); looking for a counterexample at 2-3 agents")
-        refuted = _refute(model, refute_depth, budget)
+            progress(0, 1, "no proof (unsupported); looking for a counterexample at 2-3 "
+                     f"{_units(shape)}")
+        refuted = _refute(model, refute_depth, budget, shape)
         if refuted is not None:
             refuted.notes = [f"no proof attempted: {unsupported.message}", *notes]
+            refuted.over = None if shape is None else shape.index
             return refuted
         raise
 
@@ -676,13 +734,19 @@ class Query:
     pre: PState
     action: tuple[ir.Machine, ir.Transition] | None = None
     consts: list[Any] = attrs.Factory(list)  # the action's agent, parameters, message source
+    shape: Any = None  # NOTE(param-hierarchy): param_hier.Shape of a hierarchical spec
 
 
-def obligations(model: ir.Model) -> tuple[ParamEncoder, PState, list[Query]]:
+def obligations(model: ir.Model, shape: Any = None) -> tuple[ParamEncoder, PState, list[Query]]:
     """Every query of the inductive check, small ones (Ivy-style): init ⇒ P for each property;
     Inv ∧ one action ⇒ P' for each (action, property). "No action errs" is one of the
-    properties: it is assumed of the pre-state, and proved of the post-state action by action."""
-    enc = ParamEncoder(model)
+    properties: it is assumed of the pre-state, and proved of the post-state action by action.
+    ``shape``: a hierarchical spec's (``param_hier.shape_of``)."""
+    if shape is None:
+        enc = ParamEncoder(model)
+    else:
+        from coherence.smt.param_hier import HierEncoder
+        enc = HierEncoder(model, shape)
     cur = enc.fresh("s")
     acts = _actions(enc)
     props = _properties(enc, cur)
@@ -693,26 +757,27 @@ def obligations(model: ir.Model) -> tuple[ParamEncoder, PState, list[Query]]:
             errs.append((i, err))
     no_error = z3.Not(any_of([e for _, e in errs]))
     inv = [*props.values(), no_error]
-    base = [HOME != UNDEF_N, enc.domain(cur)]
-    init = [HOME != UNDEF_N, enc.init_formula(cur), enc.domain(cur)]
-    out = [Query(name, "init", [*init, z3.Not(p)], cur) for name, p in props.items()]
-    out += [Query("error:error", "init", [*init, err], cur) for _, err in errs]
+    base = [enc.nodes_apart(), enc.domain(cur)]
+    init = [enc.nodes_apart(), enc.init_formula(cur), enc.domain(cur)]
+    out = [Query(name, "init", [*init, z3.Not(p)], cur, shape=shape)
+           for name, p in props.items()]
+    out += [Query("error:error", "init", [*init, err], cur, shape=shape) for _, err in errs]
     for i, (machine, tr) in enumerate(acts):
         ok, _err, succ, consts, dup = _step(enc, cur, machine, tr, f"a{i}")
         label = f"{machine.name}.{_label(tr)}"
         if not z3.is_false(dup):
             out.append(Query(ONE_PER_KIND, f"action {label}", [*base, *inv, ok, dup], cur,
-                             (machine, tr), consts))
+                             (machine, tr), consts, shape))
         post = _properties(enc, succ)
         for name, p in post.items():
             out.append(Query(name, f"action {label}", [*base, *inv, ok, z3.Not(p)], cur,
-                             (machine, tr), consts))
+                             (machine, tr), consts, shape))
         for j, _ in errs:
             m2, tr2 = acts[j]
             err2 = _step(enc, succ, m2, tr2, f"a{i}b{j}")[1]
             out.append(Query("error:error", f"action {label} (then {m2.name}."
                              f"{_label(tr2)} errs)", [*base, *inv, ok, err2], cur,
-                             (machine, tr), consts))
+                             (machine, tr), consts, shape))
     return enc, cur, out
 
 
@@ -760,9 +825,15 @@ class Budget:
             solver.set("rlimit", max(1, int(self.rlimit * cap / QUERY_SECONDS)))
 
 
+def _units(shape: Any) -> str:
+    """What the concrete sizes count: agents, or the free index type's ids."""
+    return "agents" if shape is None else f"{shape.index} ids"
+
+
 def _prove(model: ir.Model, budget: Budget, refute_depth: int, notes: list[str],
-           progress: Callable[[int, int, str], None] | None = None) -> ParamResult:
-    _enc, _cur, queries = obligations(model)
+           progress: Callable[[int, int, str], None] | None = None,
+           shape: Any = None) -> ParamResult:
+    _enc, _cur, queries = obligations(model, shape)
     status: dict[str, str] = {}  # goal -> proved | cti | unknown
     ctis: list[str] = []
     details: list[Any] = []
@@ -779,6 +850,8 @@ def _prove(model: ir.Model, budget: Budget, refute_depth: int, notes: list[str],
             status[q.goal] = "unknown"
             continue
         context = tuple(a.get_id() for a in q.assertions[:-1])
+        if shape is not None:  # NOTE(param-hierarchy): a fresh solver is faster there
+            context = (*context, q.assertions[-1].get_id())
         if context != shared_context:  # queries of one action share all but their last formula
             shared, shared_context = z3.Solver(), context
             shared.add(*q.assertions[:-1])
@@ -786,7 +859,7 @@ def _prove(model: ir.Model, budget: Budget, refute_depth: int, notes: list[str],
         if answer == z3.unsat:
             continue
         where = ("the initial state" if q.what == "init"
-                 else f"{q.what} (for some number of agents)")
+                 else f"{q.what} (for some number of {_units(shape)})")
         if answer == z3.sat or cti is not None:
             status[q.goal] = "cti"
             verb = "implied by" if q.what == "init" else "preserved by"
@@ -802,8 +875,9 @@ def _prove(model: ir.Model, budget: Budget, refute_depth: int, notes: list[str],
     if not unknown and not ctis:
         return ParamResult("holds", done, [], [], None, notes, None, seconds)
     if progress is not None:
-        progress(len(queries), len(queries), "looking for a counterexample at 2-3 agents")
-    refuted = _refute(model, refute_depth, budget)
+        progress(len(queries), len(queries),
+                 f"looking for a counterexample at 2-3 {_units(shape)}")
+    refuted = _refute(model, refute_depth, budget, shape)
     if refuted is not None:
         refuted.proved, refuted.ctis, refuted.notes = done, ctis, notes
         refuted.cti_details = details
@@ -848,9 +922,11 @@ def _settle(model: ir.Model, q: Query, shared: Any,
     return answer, cti, why
 
 
-def _refute(model: ir.Model, depth: int, budget: Budget) -> ParamResult | None:
+def _refute(model: ir.Model, depth: int, budget: Budget,
+            shape: Any = None) -> ParamResult | None:
     """Look for a concrete counterexample at 2 and 3 agents (BMC, replayed), in at most
-    REFUTE_SECONDS from now (with ``rlimit``: its REFUTE share of units for both sizes)."""
+    REFUTE_SECONDS from now (with ``rlimit``: its REFUTE share of units for both sizes); a
+    hierarchical spec at 2 and 3 ids of its free index type (``shape``)."""
     from coherence.smt.bmc import bmc
     from coherence.spec.load import rebind
     start = time.perf_counter()
@@ -858,7 +934,7 @@ def _refute(model: ir.Model, depth: int, budget: Budget) -> ParamResult | None:
     for n in (2, 3):
         left = budget.seconds(REFUTE_SECONDS - (time.perf_counter() - start))
         try:
-            instance = rebind(model, {"agents": n})
+            instance = rebind(model, {"agents" if shape is None else shape.param: n})
         except SpecError:  # the spec's agents range may exclude n
             continue
         result = bmc(instance, depth, deadlock=False,

@@ -34,11 +34,12 @@ def find_cti(model: ir.Model, query: Any, budget: Budget,
     sizes together get CTI_SECONDS (with ``rlimit``: each size gets the CTI share of it)."""
     from coherence.smt.param import CTI_SECONDS, HOME, NODE, UNDEF_N
     start = time.perf_counter()
+    named = [HOME] if query.shape is None else named_nodes(query.shape)
     for k in sizes:
         left = budget.seconds(CTI_SECONDS - (time.perf_counter() - start))
         if left is not None and left <= 0:
             return None
-        elems = [HOME, UNDEF_N, *(z3.Const(f"cti_agent{i}", NODE) for i in range(k))]
+        elems = [*named, UNDEF_N, *(z3.Const(f"cti_agent{i}", NODE) for i in range(k))]
         solver = z3.Solver()
         budget.limit(solver, CTI_SECONDS, since=start)
         memo: dict[int, Any] = {}
@@ -51,8 +52,19 @@ def find_cti(model: ir.Model, query: Any, budget: Budget,
         for x in _free_nodes(query.assertions, NODE):
             solver.add(z3.Or(*[x == e for e in elems]))
         if solver.check() == z3.sat:
+            if query.shape is not None:
+                from coherence.smt.param_cti_hier import replay_hier
+                return replay_hier(model, query, solver.model(), named,
+                                   elems[len(named) + 1:])
             return _replay(model, query, solver.model(), HOME, UNDEF_N, elems[2:])
     return None
+
+
+def named_nodes(shape: Any) -> list[Any]:
+    """The singleton nodes' constants of a hierarchical spec (NOTE(param-hierarchy))."""
+    from coherence.smt.param import NODE
+    from coherence.smt.param_hier import node_name
+    return [z3.Const(node_name(i), NODE) for i in shape.singles]
 
 
 class _TooLarge(Exception):
@@ -149,7 +161,6 @@ class _Concrete:
 def _replay(model: ir.Model, query: Any, m: z3.ModelRef, home: Any, undef: Any,
             agents: list[Any]) -> Cti | None:
     from coherence.errors import SpecError
-    from coherence.smt.extract import describe_state
     from coherence.spec.load import rebind
     from coherence.spec.select import drop_properties
     c = _Concrete(m, home, undef, agents)
@@ -168,6 +179,15 @@ def _replay(model: ir.Model, query: Any, m: z3.ModelRef, home: Any, undef: Any,
         raise TraceReplayError("the pre-state of a counterexample to induction breaks an "
                                "invariant in the reference semantics")
     act = _action(inst, enc, query, c, pre)
+    return conclude(enc, inst, query, pre, act, f"{c.n} agent(s)")
+
+
+def conclude(enc: Any, inst: ir.Model, query: Any, pre: State, act: Action,
+             size: str) -> Cti:
+    """Execute the step of a counterexample to induction in the semantics and find the
+    broken property there (else ``TraceReplayError``); ``size``: "2 agent(s)"."""
+    from coherence.smt.extract import describe_state
+    sem = enc.sem
     out = sem.execute(pre, act)
     if out is None:
         raise TraceReplayError("the step of a counterexample to induction is not enabled")
@@ -187,6 +207,13 @@ def _replay(model: ir.Model, query: Any, m: z3.ModelRef, home: Any, undef: Any,
             broken = [f"two {inst.messages[k[3]].name} messages from node {k[1]} to node "
                       f"{k[2]} in flight: --agents any keeps one per (type, source, "
                       "destination)" for k in set(keys) if keys.count(k) > 1]
+            fifo = [x for n, x in zip(inst.networks, out.state[1], strict=True)
+                    if n.ordering is ir.Ordering.FIFO]
+            broken += [f"two {inst.messages[t].name} messages in the queue from "
+                       f"{sem.node_name(src)} to {sem.node_name(dst)}: a hierarchical spec's "
+                       "proof for every size proves at most one per type"
+                       for queues in fifo for (src, dst, _ln), items in queues
+                       for t in {i[0] for i in items} if [i[0] for i in items].count(t) > 1]
         if kind == "error":  # some action of the successor errs
             broken = [f"then {o.error.message}" for o in sem.enabled(out.state)[0]
                       if o.error is not None]
@@ -194,7 +221,7 @@ def _replay(model: ir.Model, query: Any, m: z3.ModelRef, home: Any, undef: Any,
             raise TraceReplayError(f"the step of a counterexample to induction does not "
                                    f"break {query.goal} in the reference semantics")
         message = broken[0]
-    return Cti(f"{query.goal} can break with {c.n} agent(s): {message}", [query.goal],
+    return Cti(f"{query.goal} can break with {size}: {message}", [query.goal],
                describe_state(enc, pre), step)
 
 

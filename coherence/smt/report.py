@@ -118,7 +118,8 @@ def print_param(model: Model, result: Any) -> None:
     for line in result.notes:
         out.print(line, markup=False)
     if result.instance is not None:
-        out.print(f"refuted with {result.instance} agent(s):", markup=False)
+        size = "agent(s)" if result.over is None else result.unit
+        out.print(f"refuted with {result.instance} {size}:", markup=False)
     _print_failures(out, result.failures, "counterexample (replayed)")
     for c in result.ctis:
         out.print()
@@ -137,7 +138,7 @@ def print_param(model: Model, result: Any) -> None:
         out.print("add an `invariant aux NAME: ...;` that rules such a state out", markup=False)
     out.print()
     colour = {"holds": "green", "fails": "red", "unknown": "yellow"}[result.verdict]
-    text = {"holds": "PROVED for every number of agents",
+    text = {"holds": f"PROVED for every number of {result.unit}",
             "fails": "FAILS", "unknown": f"UNKNOWN: {result.reason}"}[result.verdict]
     out.print(f"verdict: [bold {colour}]{text}[/]")
     out.print(f"{result.seconds:.2f} s")
@@ -147,6 +148,7 @@ def param_json(model: Model, result: Any) -> dict[str, Any]:
     return {**_head(model, "agents-any"), "verdict": result.verdict,
             "exit_code": result.exit_code, "reason": result.reason,
             "proved": result.proved, "instance_agents": result.instance,
+            **({"over": result.over} if result.over is not None else {}),
             "counterexamples_to_induction": result.ctis,
             "cti_states": [{"summary": c.summary, "groups": c.groups, "pre_state": c.pre,
                             "step": c.step.to_json()} for c in result.cti_details],
