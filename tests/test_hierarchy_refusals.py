@@ -6,16 +6,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
 
 import pytest
 from helpers import ROOT
 
 from coherence import ir
 from coherence.engines import check
-from coherence.errors import SpecError
 from coherence.results import CheckOptions
 from coherence.spec.load import load_spec, load_spec_text
 
@@ -23,33 +19,10 @@ TWO_LEVEL = str(ROOT / "tests/specs/hierarchy/two_level_wt.coh")
 WHERE = (24, 9)  # machine L1's name, the first general machine
 
 
-def _model() -> ir.Model:
-    return load_spec(TWO_LEVEL, {"gpus": 1, "sms": 1})
-
-
-def _prove_all(m: ir.Model) -> Any:
-    from coherence.smt.param import prove_all
-    return prove_all(m)
-
-
-# the back ends that do not take hierarchical specs yet (BMC, k-induction, the Murphi and
-# Promela exports, diagrams, random testing, litmus and every engine do:
-# tests/test_hier_*.py, tests/test_hierarchy_*.py, tests/test_*_hierarchy.py)
-BACK_ENDS: dict[str, tuple[Callable[[ir.Model], Any], str]] = {
-    "prove for every N": (_prove_all, "the Z3 back end"),
-}
-
-
-@pytest.mark.parametrize("name", sorted(BACK_ENDS))
-def test_back_end_refuses_with_a_located_error(name: str) -> None:
-    call, what = BACK_ENDS[name]
-    with pytest.raises(SpecError) as info:
-        call(_model())
-    err = info.value
-    assert err.message.startswith(f"{what}") and "hierarchical specs are not supported yet" \
-        in err.message
-    assert (Path(err.span.file).name, err.span.line, err.span.col) == (
-        "two_level_wt.coh", *WHERE)
+# Every back end takes hierarchical specs now (BMC, k-induction, prove --agents any over one
+# index type, the Murphi and Promela exports, diagrams, random testing, litmus and every
+# engine: tests/test_hier_*.py, tests/test_hierarchy_*.py, tests/test_*_hierarchy.py); what
+# is left are refusals of shapes a back end cannot encode, located at the construct.
 
 
 def test_two_kind_specs_are_not_refused() -> None:
@@ -58,15 +31,14 @@ def test_two_kind_specs_are_not_refused() -> None:
     ir.refuse_hierarchical(m, "anything")  # returns
 
 
-@pytest.mark.parametrize("argv", [
-    ["prove", TWO_LEVEL, "--agents", "any"],
-])
-def test_the_command_line_exits_with_2(argv: list[str]) -> None:
+def test_the_command_line_exits_with_2() -> None:
+    """prove --agents any at 2 GPUs: the L1s are two families over sm (the shapes that are
+    proved: tests/test_hier_prove_any.py)."""
+    argv = ["prove", TWO_LEVEL, "--agents", "any"]
     out = subprocess.run([sys.executable, "-m", "coherence.cli", *argv], capture_output=True,
                          text=True, cwd=ROOT, check=False)
     assert out.returncode == 2, out.stderr
-    assert f"two_level_wt.coh:{WHERE[0]}:{WHERE[1]}: error: " in out.stderr
-    assert "hierarchical specs" in out.stderr
+    assert f"two_level_wt.coh:{WHERE[0]}:{WHERE[1]}: error: --agents any over sm" in out.stderr
     assert "Traceback" not in out.stderr
 
 

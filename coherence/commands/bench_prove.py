@@ -39,6 +39,9 @@ def add_args(p: argparse.ArgumentParser) -> None:
                         "hand-written aux invariants (tests/specs/infer/, or the --proofs "
                         "given), beside the proof with them: candidates, kept, seconds per "
                         "phase")
+    p.add_argument("--hier", action="store_true",
+                   help="instead: the proofs of hierarchical specs for every size of one index "
+                        "type (smt/bench.py's HIER_PROOFS), beside the checker at 2 and 3 ids")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     add_progress_args(p)
 
@@ -53,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
         raise SpecError("--param agents: the agent counts come from --agents-list", NO_SPAN)
     if args.infer:
         return _run_infer(args)
+    if args.hier:
+        return _run_hier(args)
     agents = [int(x) for x in args.agents_list.split(",") if x.strip()]
     cases = len(agents) + len(args.proofs)
     with reporter(args, "coherence bench prove") as rep:
@@ -95,6 +100,41 @@ def run(args: argparse.Namespace) -> int:
     for p in proofs:
         out.print(f"proof --agents any {p['spec']}: {p['verdict']} in {p['seconds']:.2f} s "
                   f"({p['detail']})", markup=False)
+    return 0
+
+
+def _run_hier(args: argparse.Namespace) -> int:
+    from coherence.commands.common import out_console, reporter
+    from coherence.smt.bench import HIER_PROOFS, hier_proof_row
+
+    cases = HIER_PROOFS
+    with reporter(args, "coherence bench prove") as rep:
+        rep.header(None, {}, "z3", {"proof_timeout": args.proof_timeout,
+                                    "rlimit": args.rlimit}, hier=[c["spec"] for c in cases])
+        rows = []
+        for i, case in enumerate(cases):
+            what = f"case {i + 1} of {len(cases)}: prove --agents any --over {case['over']} " \
+                   f"{case['spec']}"
+            rep.update(what, done=i, total=len(cases), force=True)
+            rows.append(hier_proof_row(case, args.proof_timeout, args.rlimit,
+                                       progress=lambda d, t, step, what=what, i=i: rep.update(
+                                           f"{what}, {step} ({d} of {t})", done=i,
+                                           total=len(cases))))
+        rep.finish("measured", 0, cases=len(cases))
+    if args.json:
+        emit_json({"tool": "coherence bench prove --hier", "hier": rows})
+        return 0
+    out = out_console()
+    for r in rows:
+        fixed = " ".join(f"{k}={v}" for k, v in r["params"].items())
+        out.print(f"proof --agents any --over {r['over']} {r['spec']} ({fixed}): "
+                  f"{r['verdict']} in {r['seconds']:.2f} s, {r['proved']} properties "
+                  f"({r['detail']})", markup=False)
+        for c in r["checker"]:
+            size = next(f"{k}={v}" for k, v in c.items() if k not in ("verdict", "states",
+                                                                       "seconds"))
+            out.print(f"  checker at {size}: {c['verdict']}, {c['states']:,} states in "
+                      f"{c['seconds']:.2f} s", markup=False)
     return 0
 
 

@@ -30,6 +30,10 @@ def add_args(p: argparse.ArgumentParser) -> None:
                    help="with --agents any on a hierarchical spec: the index type (or its "
                         "parameter, e.g. sms) whose every size is proved, the others fixed by "
                         "--param (inferred when only one index type fits)")
+    p.add_argument("--aux", metavar="FILE",
+                   help="append FILE's declarations (`invariant aux` lines) to the spec for "
+                        "this run only: auxiliary invariants of a proof, proved with it, "
+                        "without changing the spec every engine checks")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--bmc", type=nonnegative_int, metavar="K",
@@ -83,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
 
     n, any_n = _agents(args)
     model = drop_properties(load_spec(args.spec, parse_overrides(args.param, n)), args.skip)
+    if args.aux is not None:
+        model = with_aux(model, args.aux)
     from coherence.engines.size import refuse_absurd
     refuse_absurd(model)  # e.g. 40 nested quantifiers: refused before Z3 sees them
     if not model.invariants and not model.properties and not args.json \
@@ -109,6 +115,23 @@ def run(args: argparse.Namespace) -> int:
     if args.bmc is None:
         raise SpecError("say what to prove: --bmc K, --induction K, or --agents any", NO_SPAN)
     return _run_bmc(args, model)
+
+
+def with_aux(model: Any, path: str) -> Any:
+    """``model``'s spec with the declarations of file ``path`` appended
+    (``coherence.spec.load.extend``); an error in them is located in ``path``."""
+    from coherence.errors import Span, SpecError, read_source
+    from coherence.spec.load import extend
+    text = read_source(path, "aux invariants")
+    spec = model.origin.text if hasattr(model.origin, "text") else ""
+    offset = spec.count("\n") + (0 if spec.endswith("\n") or not spec else 1)
+    try:
+        return extend(model, text)
+    except SpecError as e:
+        if e.span.file != model.file or e.span.line <= offset:
+            raise
+        raise SpecError(e.message, Span(path, e.span.line - offset, e.span.col),
+                        text) from None
 
 
 def _run_hier(args: argparse.Namespace, model: Any) -> int:

@@ -106,3 +106,55 @@ def infer_row(spec: str, baseline: str | None, timeout: float,
     if baseline is not None:
         row["baseline"] = proof_row(baseline, timeout, rlimit)
     return row
+
+
+# ``bench prove --hier``: hierarchical specs proved for every size of one index type (issue
+# 20), the others fixed; beside each, the checker at fixed sizes of that type (the baseline:
+# what an exhaustive check covers, one size at a time)
+HIER_DIR = SPECS.parent / "tests" / "specs" / "hierarchy"
+HIER_PROOFS: list[dict[str, Any]] = [
+    {"spec": str(SPECS / "gpu_two_level.coh"), "params": {"gpus": 1}, "over": "sms",
+     "aux": str(SPECS / "proofs" / "gpu_two_level_one_gpu.coh")},
+    {"spec": str(HIER_DIR / "one_gpu_readers.coh"), "params": {"gpus": 1}, "over": "sms",
+     "aux": None},
+]
+
+
+def hier_proof_row(case: dict[str, Any], timeout: float, rlimit: int | None = None,
+                   sizes: tuple[int, ...] = (2, 3),
+                   progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
+    """``prove --agents any --over`` of one ``HIER_PROOFS`` case (coherence monitors
+    skipped), then the checker at each of ``sizes`` ids of the free index type."""
+    from coherence.engines import check
+    from coherence.errors import SpecError, read_source
+    from coherence.results import CheckOptions
+    from coherence.smt.param import prove_all
+    from coherence.smt.param_hier import shape_of
+    from coherence.spec.load import extend, load_spec, rebind
+    from coherence.spec.select import drop_properties
+
+    model = load_spec(case["spec"], case["params"])
+    model = drop_properties(model, [p.name for p in model.properties])
+    if case["aux"]:
+        model = extend(model, read_source(case["aux"], "aux invariants"))
+    row: dict[str, Any] = {"spec": case["spec"], "params": case["params"],
+                           "over": case["over"], "aux": case["aux"]}
+    t = time.perf_counter()
+    try:
+        r = prove_all(model, timeout=timeout, rlimit=rlimit, progress=progress,
+                      over=case["over"])
+        row.update(verdict=r.verdict, proved=len(r.proved),
+                   detail=r.reason or (f"refuted at {r.instance} {r.unit}" if r.instance
+                                       else "proved"))
+    except SpecError as err:
+        row.update(verdict="unsupported", proved=0, detail=f"{err.location()}: {err.message}")
+    row["seconds"] = round(time.perf_counter() - t, 3)
+    param = shape_of(model, case["over"]).param
+    row["checker"] = []
+    for n in sizes:
+        t = time.perf_counter()
+        result = check(rebind(model, {param: n}), CheckOptions(deadlock=False))
+        row["checker"].append({param: n, "verdict": result.verdict,
+                               "states": result.states,
+                               "seconds": round(time.perf_counter() - t, 3)})
+    return row

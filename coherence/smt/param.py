@@ -850,9 +850,10 @@ def _prove(model: ir.Model, budget: Budget, refute_depth: int, notes: list[str],
             status[q.goal] = "unknown"
             continue
         context = tuple(a.get_id() for a in q.assertions[:-1])
-        if shape is not None:  # NOTE(param-hierarchy): a fresh solver is faster there
-            context = (*context, q.assertions[-1].get_id())
-        if context != shared_context:  # queries of one action share all but their last formula
+        if shape is not None:  # NOTE(param-hierarchy): a fresh solver per query is faster there
+            shared, shared_context = z3.Solver(), ()
+            shared.add(*q.assertions)
+        elif context != shared_context:  # queries of one action share all but their last
             shared, shared_context = z3.Solver(), context
             shared.add(*q.assertions[:-1])
         answer, cti, why = _settle(model, q, shared, budget)
@@ -897,7 +898,7 @@ def _settle(model: ir.Model, q: Query, shared: Any,
     from coherence.smt.param_cti import MAX_AGENTS, find_cti
     step = q.what != "init"
     budget.limit(shared, QUICK_SECONDS)
-    answer = shared.check(q.assertions[-1])
+    answer = shared.check() if q.shape is not None else shared.check(q.assertions[-1])
     why = shared.reason_unknown() if answer == z3.unknown else ""
     if answer == z3.unsat:
         return answer, None, why
