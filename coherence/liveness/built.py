@@ -10,7 +10,6 @@ An engine that can store the graph provides a ``GraphBuilder``: the reference on
 from __future__ import annotations
 
 import itertools
-from array import array
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
@@ -18,7 +17,7 @@ import attrs
 
 from coherence import ir
 from coherence.layout import Layout
-from coherence.liveness.graph import Algorithms, Graph
+from coherence.liveness.graph import Algorithms, Graph, Ints
 from coherence.liveness.tasks import TaskKey
 from coherence.results import CheckOptions
 
@@ -61,7 +60,7 @@ class Built:
     """
 
     graph: Graph
-    parent: array  # 'i': the breadth-first tree, -1 at initial states
+    parent: Ints  # 'i': the breadth-first tree, -1 at initial states
     state: Callable[[int], int]  # the packed state (``Layout.pack``) of an id
     errors: dict[str, int]  # property -> a state where its P or Q raises a model error
     stopped: str | None

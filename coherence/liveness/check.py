@@ -59,6 +59,7 @@ from coherence.liveness.graph import (
     UNFAIR,
     Algorithms,
     Graph,
+    Ints,
     PythonAlgorithms,
     Reverse,
     fair_cycle,
@@ -73,6 +74,8 @@ from coherence.results import CheckOptions, Failure
 from coherence.semantics import ModelError, Outcome, Semantics, State
 from coherence.symmetry import has_symmetry, make_symmetry
 from coherence.trace import Step, TraceReplayError, describe
+
+PARALLEL_STATES = 1 << 18  # larger graphs check their instances one at a time
 
 SYMMETRY_NOTE = ("liveness properties were checked on the state graph without symmetry "
                  "reduction (weak fairness names agents and machine instances: docs/language.md, "
@@ -128,8 +131,13 @@ def check_liveness(model: ir.Model, options: CheckOptions,
                 return _leads_to_verdict(g, rev, inst, alg)
 
             # NOTE(parallel-instances): C algorithms release the GIL, so instances are checked
-            # on every core; each counterexample is then built in order, one per property
-            workers = (options.threads or os.cpu_count() or 1) if alg.parallel else 1
+            # on every core; each counterexample is then built in order, one per property. Each
+            # running instance holds its own work arrays (about 20 bytes a state), so a large
+            # graph's instances run one at a time (NOTE(graph-memory) in
+            # coherence.engines.compiled.graph: liveness memory within 3x of safety's)
+            workers = 1
+            if alg.parallel and g.n <= PARALLEL_STATES:
+                workers = options.threads or os.cpu_count() or 1
             with ThreadPoolExecutor(max_workers=workers) as pool:
                 verdicts = list(pool.map(verdict, todo))
             for inst, v in zip(todo, verdicts, strict=True):
@@ -139,7 +147,7 @@ def check_liveness(model: ir.Model, options: CheckOptions,
                 if inst.prop.kind is ir.LivenessKind.REACHABLE:
                     failures.append(_report_reachable(g, built, inst, replay, v))
                 else:
-                    failures.append(_report_leads_to(g, built, inst, replay, v))
+                    failures.append(_report_leads_to(g, built, inst, replay, v, alg))
         graph_bytes = sum(a.itemsize * len(a) for a in (g.first, g.dst, g.task, built.parent))
         states = built.states if built.states >= 0 else g.n
         return LivenessResult(failures, states, len(g.dst),
@@ -208,7 +216,7 @@ def _error_message(sem: Semantics, insts: list[Instance], name: str, packed: int
                            "semantics does not raise")
 
 
-def _stem(parent: array, state: int) -> list[int]:
+def _stem(parent: Ints, state: int) -> list[int]:
     """States from an initial state to ``state`` along the breadth-first tree (shortest)."""
     path = []
     while state >= 0:
@@ -236,7 +244,6 @@ class _Verdict:
 
     start: int
     region: bytearray | None = None
-    comp: array | None = None
     in_fair: bytearray | None = None
 
 
@@ -299,16 +306,18 @@ def _leads_to_verdict(g: Graph, rev: Reverse, inst: Instance,
     # the not-Q states that meets it lies inside it, and its fair sets are exactly those of
     # the not-Q states that a violation can reach (the others are never decomposed)
     region = alg.forward_reachable(g, inst.premise, region)
-    comp, _count, in_fair = alg.fair_sets(g, region)
+    in_fair = alg.fair_region(g, region)  # the labels only for a counterexample (below)
     doomed = alg.backward_reachable(rev, in_fair, region)
     start = first_common(inst.premise, doomed)
-    return None if start < 0 else _Verdict(start, region, comp, in_fair)
+    return None if start < 0 else _Verdict(start, region, in_fair)
 
 
 def _report_leads_to(g: Graph, built: Built, inst: Instance, replay: _Replay,
-                     v: _Verdict) -> Failure:
-    start, region, comp, in_fair = v.start, v.region, v.comp, v.in_fair
-    assert region is not None and comp is not None and in_fair is not None
+                     v: _Verdict, alg: Algorithms) -> Failure:
+    start, region, in_fair = v.start, v.region, v.in_fair
+    assert region is not None and in_fair is not None
+    comp, _count, again = alg.fair_sets(g, region)  # the same sets, now labelled
+    assert again == in_fair
     into = path_within(g, start, region, in_fair)
     assert into is not None
     entry = g.dst[into[-1]] if into else start

@@ -2,7 +2,8 @@
 
 The graph is stored by source in compressed rows (``first``, ``dst``, ``task``): the edges
 leaving state ``s`` are ``first[s] .. first[s + 1] - 1``. A state costs one 8-byte offset and
-an edge 8 bytes (its target and its fairness task), never a Python object. Every algorithm
+an edge 5 to 8 bytes (its target, and its fairness task in 1, 2 or 4), never a Python
+object. Every algorithm
 here is iterative (explicit stacks and queues), so no graph is too deep for it.
 
 NOTE(weak-fairness): a task is one thing a path may not neglect forever (delivering one
@@ -28,12 +29,16 @@ import attrs
 
 UNFAIR = -1
 
+# A flat array of ints: an ``array``, or a typed ``memoryview`` of memory the compiled engine's
+# graph lives in (NOTE(graph-memory) in ``coherence.engines.compiled.graph``)
+Ints = array | memoryview
+
 
 @attrs.define
 class Graph:
-    first: array  # 'q': n + 1 offsets into dst and task
-    dst: array  # 'i'
-    task: array  # 'i': the fairness task of each edge, or UNFAIR
+    first: Ints  # 'q': n + 1 offsets into dst and task
+    dst: Ints  # 'i'
+    task: Ints  # 'i' (or 'b', 'h' when the tasks are few): each edge's fairness task, or UNFAIR
     strong: set[int] = attrs.Factory(set)  # the tasks that are strongly fair
 
     @property
@@ -51,10 +56,13 @@ class Graph:
 
 @attrs.define
 class Reverse:
-    """Predecessor edges in compressed rows: ``src[first[s] .. first[s + 1] - 1]``."""
+    """Predecessor edges in compressed rows: ``src[first[s] .. first[s + 1] - 1]``; or, from
+    algorithms that reach backwards without them (the compiled engine's, NOTE(graph-memory)
+    in ``coherence.engines.compiled.graph``), no rows and the forward ``graph``."""
 
     first: array
     src: array
+    graph: Graph | None = None
 
 
 def reverse(g: Graph) -> Reverse:
@@ -407,6 +415,11 @@ class Algorithms(Protocol):
         """``fair_sets`` and ``fair_flags`` of its labels."""
         ...
 
+    def fair_region(self, g: Graph, allowed: bytearray | None = None) -> bytearray:
+        """``fair_flags`` of ``fair_sets`` alone (what a verdict needs: the labels are built
+        for a counterexample only)."""
+        ...
+
 
 class PythonAlgorithms:
     """This module's algorithms, as ``Algorithms``."""
@@ -428,3 +441,6 @@ class PythonAlgorithms:
                   ) -> tuple[array, int, bytearray]:
         label, count = fair_sets(g, allowed)
         return label, count, fair_flags(label)
+
+    def fair_region(self, g: Graph, allowed: bytearray | None = None) -> bytearray:
+        return fair_flags(fair_sets(g, allowed)[0])

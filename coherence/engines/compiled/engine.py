@@ -102,17 +102,17 @@ class Library:
         u8p, i32p = ctypes.POINTER(ctypes.c_uint8), ctypes.POINTER(ctypes.c_int32)
         for name, args, res in (
                 ("co_graph_sizes", [u64p, u64p, u64p], ctypes.c_int),
-                ("co_graph_fill", [i64p, i32p, i32p], ctypes.c_int),
+                ("co_graph_fill", [i64p, i32p, ctypes.c_void_p, ctypes.c_int], ctypes.c_int),
                 ("co_graph_tasks", [u64p, u64p, u8p], None),
                 ("co_parents", [i32p], None),
+                ("co_parents_view", [], ctypes.c_void_p),
                 ("co_state_at", [ctypes.c_uint64, u64p], ctypes.c_int),
                 ("co_live_instances", [], ctypes.c_int),
                 ("co_live_table", [i32p, u8p, u8p, i64p], ctypes.c_int),
-                ("co_alg_reverse", [ctypes.c_int64, i64p, i32p, i64p, i32p], None),
                 ("co_alg_backward", [ctypes.c_int64, i64p, i32p, u8p, u8p, u8p], ctypes.c_int),
                 ("co_alg_forward", [ctypes.c_int64, i64p, i32p, u8p, u8p, u8p], ctypes.c_int),
-                ("co_alg_fair_sets", [ctypes.c_int64, i64p, i32p, i32p, ctypes.c_int64, u8p,
-                                      u8p, i32p], ctypes.c_int64)):
+                ("co_alg_fair_sets", [ctypes.c_int64, i64p, i32p, ctypes.c_void_p, ctypes.c_int,
+                                      ctypes.c_int64, u8p, u8p, i32p, u8p], ctypes.c_int64)):
             fn = getattr(lib, name)
             fn.argtypes = args
             fn.restype = res

@@ -6,17 +6,33 @@ predicate is C), and the runtime, with ``co_options.graph``, logs each stored ed
 and builds compressed rows after the search (``co_graph_*`` in ``co_runtime.c``). What comes
 back is ``coherence.liveness.built.Built``, the representation the reference engine's graph
 has, so the checks in ``coherence.liveness.check`` are the same code for both. The search's
-storage is kept until the checks are done (its states are read for the counterexamples),
-then freed.
+storage is kept until the checks are done (its states are read for the counterexamples, its
+parents are the breadth-first tree), then freed.
+
+NOTE(graph-memory): what the graph costs (issue 16: liveness within 3x the memory of the
+default safety check). The search logs each edge in 6 bytes (8 once a thread has seen more
+than 32,767 tasks), in blocks unmapped as soon as the rows have read them; the rows are written
+front to back, by source, into anonymous mappings (``_mapped``) that the system commits page
+by page as they are written, so the logs and the rows are never both whole. A row costs an
+8-byte offset, an edge its 4-byte target and its task in as few bytes as the number of tasks
+allows (1 below 128 tasks, 2 below 32,768, else 4). The breadth-first parents are the search's
+own array, not a copy. No predecessor rows are built: backward reachability runs Tarjan on
+the forward rows (``co_alg_backward``: components complete after their successors, so each
+one's answer is final when it completes), at 8 bytes a state for Tarjan's index and low-link
+(the component number replaces the low-link once a state is finished) and 4 for its stack. A
+verdict asks for the fair states only (``fair_region``); their labels are built again for a
+counterexample. On a large graph the instances run one at a time (``check.PARALLEL_STATES``),
+since each running one holds its own work arrays.
 """
 
 from __future__ import annotations
 
 import ctypes
+import mmap
 from array import array
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -26,12 +42,23 @@ from coherence.engines.compiled.engine import Library, run_search
 from coherence.layout import Layout
 from coherence.liveness import reference
 from coherence.liveness.built import Built, Instance, instances
-from coherence.liveness.graph import Graph, Reverse
+from coherence.liveness.graph import Graph, Ints, Reverse
 from coherence.results import CheckOptions
 
 
-def _buffer(a: array, ctype: Any) -> Any:
+def _buffer(a: Ints, ctype: Any) -> Any:
     return (ctype * len(a)).from_buffer(a)
+
+
+def _mapped(code: Literal["b", "h", "i", "q"], n: int) -> memoryview:
+    """``max(n, 1)`` zeros of array type ``code`` in an anonymous mapping, committed page by
+    page as first written (NOTE(graph-memory)); freed with the last view of it."""
+    return memoryview(mmap.mmap(-1, max(n, 1) * array(code).itemsize)).cast(code)
+
+
+def task_code(tasks: int) -> Literal["b", "h", "i"]:
+    """The narrowest signed array type that holds every task id and ``UNFAIR`` (-1)."""
+    return "b" if tasks < 128 else "h" if tasks < 32768 else "i"
 
 
 def _zeros(code: str, n: int) -> array:
@@ -83,17 +110,20 @@ def _collect(lib: Library, layout: Layout, insts: list[Instance], total: int,
     if lib.lib.co_graph_sizes(ctypes.byref(n), ctypes.byref(edges), ctypes.byref(tasks)) != 0:
         raise MemoryError("the compiled engine could not merge its liveness graph")
     ns, ne, nt = n.value, edges.value, tasks.value
-    first, dst, task = _zeros("q", ns + 1), _zeros("i", ne), _zeros("i", ne)
+    code = task_code(nt)
+    first, dst, task = _mapped("q", ns + 1), _mapped("i", ne), _mapped(code, ne)
+    task_buf = _buffer(task, ctypes.c_byte)
     if lib.lib.co_graph_fill(_buffer(first, ctypes.c_int64), _buffer(dst, ctypes.c_int32),
-                             _buffer(task, ctypes.c_int32)) != 0:
+                             ctypes.addressof(task_buf), task.itemsize) != 0:
         raise MemoryError("the compiled engine could not build its liveness graph")
-    del dst[ne:], task[ne:]
+    del task_buf
+    dst, task = dst[:ne], task[:ne]
     hi, lo, strong = _zeros("Q", nt), _zeros("Q", nt), _zeros("B", nt)
     lib.lib.co_graph_tasks(_buffer(hi, ctypes.c_uint64), _buffer(lo, ctypes.c_uint64),
                            _buffer(strong, ctypes.c_uint8))
-    parent = _zeros("i", ns)
-    lib.lib.co_parents(_buffer(parent, ctypes.c_int32))
-    del parent[ns:]
+    # the search's parents in place (CO_NONE reads as -1), valid until co_free
+    parents = (ctypes.c_int32 * max(ns, 1)).from_address(lib.lib.co_parents_view())
+    parent = memoryview(parents).cast("B").cast("i")[:ns]
     # only the instances asked for are evaluated (the others are decided by symmetry)
     k = len(insts)
     slot = array("i", [-1]) * max(1, total)
@@ -137,19 +167,17 @@ class CAlgorithms:
         self.strong = strong or bytearray(1)
 
     def reverse(self, g: Graph) -> Reverse:
-        n, ne = g.n, len(g.dst)
-        rfirst, rsrc = _zeros("q", n + 1), _zeros("i", ne)
-        self.lib.co_alg_reverse(n, _buffer(g.first, ctypes.c_int64), _ptr(g.dst, ctypes.c_int32),
-                                _buffer(rfirst, ctypes.c_int64), _buffer(rsrc, ctypes.c_int32))
-        del rsrc[ne:]
-        return Reverse(rfirst, rsrc)
+        # no predecessor rows: backward_reachable works on the forward ones
+        return Reverse(array("q"), array("i"), g)
 
     def backward_reachable(self, rev: Reverse, targets: bytearray,
                            allowed: bytearray | None = None) -> bytearray:
-        n = len(rev.first) - 1
+        g = rev.graph
+        assert g is not None, "CAlgorithms.reverse made this"
+        n = g.n
         seen = bytearray(max(n, 1))
-        if self.lib.co_alg_backward(n, _buffer(rev.first, ctypes.c_int64),
-                                    _ptr(rev.src, ctypes.c_int32), _bytes(targets),
+        if self.lib.co_alg_backward(n, _buffer(g.first, ctypes.c_int64),
+                                    _ptr(g.dst, ctypes.c_int32), _bytes(targets),
                                     None if allowed is None else _bytes(allowed),
                                     _bytes(seen)) != 0:
             raise MemoryError("backward reachability: out of memory")
@@ -172,27 +200,29 @@ class CAlgorithms:
                   ) -> tuple[array, int, bytearray]:
         n = g.n
         label = _zeros("i", n)
+        count, flags = self._fair(g, allowed, _buffer(label, ctypes.c_int32))
+        del label[n:]
+        return label, count, flags
+
+    def fair_region(self, g: Graph, allowed: bytearray | None = None) -> bytearray:
+        return self._fair(g, allowed, None)[1]  # no labels: 4 bytes a state fewer
+
+    def _fair(self, g: Graph, allowed: bytearray | None, label: Any) -> tuple[int, bytearray]:
+        n = g.n
+        flags = bytearray(max(n, 1))
+        task = _ptr(g.task, ctypes.c_byte)  # read as g.task.itemsize-byte ids
         count = self.lib.co_alg_fair_sets(
             n, _buffer(g.first, ctypes.c_int64), _ptr(g.dst, ctypes.c_int32),
-            _ptr(g.task, ctypes.c_int32), len(self.strong), _bytes(self.strong),
-            None if allowed is None else _bytes(allowed), _buffer(label, ctypes.c_int32))
+            None if task is None else ctypes.addressof(task), g.task.itemsize,
+            len(self.strong), _bytes(self.strong),
+            None if allowed is None else _bytes(allowed), label, _bytes(flags))
         if count < 0:
             raise MemoryError("fair sets: out of memory")
-        del label[n:]
-        flags = self.fair_flags(label)
-        return label, int(count), flags
-
-    @staticmethod
-    def fair_flags(label: array) -> bytearray:
-        # label >= 0 as bytes: the top byte of each little-endian int32 is 0xff only at -1
-        raw = label.tobytes()[3::4]
-        return bytearray(raw.translate(_NONNEGATIVE))
+        del flags[n:]
+        return int(count), flags
 
 
-_NONNEGATIVE = bytes([1] * 128 + [0] * 128)  # a label's top byte: < 0x80 iff label >= 0
-
-
-def _ptr(a: array, ctype: Any) -> Any:
+def _ptr(a: Ints, ctype: Any) -> Any:
     """A pointer to an array's buffer, None when it is empty (nothing will be read)."""
     return _buffer(a, ctype) if len(a) else None
 

@@ -77,6 +77,7 @@
 
 struct co_log;
 static void log_edge(struct co_log *log, uint32_t src, uint32_t dst, uint64_t hi, uint64_t lo);
+static void *reserve(uint64_t bytes);
 
 typedef struct {
     pthread_mutex_t mutex;
@@ -233,12 +234,15 @@ static void barrier_wait(co_barrier *b) {
 
 /* ------------------------------------------------------------------ the liveness graph */
 
-/* co_options.graph: each thread logs the edges it stores (target, task: 8 bytes), in the
- * order it stores them, in fixed blocks (never copied), so a state's edges are one thread's,
- * consecutive, in the order the model emitted them: the sources are kept as runs (a source
- * and its edge count). A task is interned per thread (a small open-addressing table of its
- * key pairs), and the threads' tables are merged once, after the search (co_graph_sizes). */
-#define LOG_BLOCK (1u << 18) /* edges per block: 2 MiB */
+/* co_options.graph: each thread logs the edges it stores (target, task: 6 bytes, 8 once the
+ * thread has seen more than 32,767 tasks), in the order it stores them, in fixed blocks (never
+ * copied; mapped and unmapped one by one, so a freed block goes back to the system at once,
+ * never into malloc's free lists: NOTE(graph-memory) in coherence/engines/compiled/graph.py),
+ * so a state's edges are one thread's, consecutive, in the order the model emitted them: the
+ * sources are kept as runs (a source and its edge count). A task is interned per thread (a
+ * small open-addressing table of its key pairs), and the threads' tables are merged once,
+ * after the search (co_graph_sizes). */
+#define LOG_BLOCK (1u << 18) /* edges per block: 1.5 MiB (2 MiB wide) */
 #define CO_TASK_STRONG ((uint64_t)1 << 60)
 
 typedef struct {
@@ -252,9 +256,18 @@ typedef struct {
 typedef struct co_block {
     struct co_block *next;
     uint32_t n;
+    bool wide;                /* task holds LOG_BLOCK int32_t, else LOG_BLOCK int16_t */
     uint32_t dst[LOG_BLOCK];
-    int32_t task[LOG_BLOCK];
+    int16_t task[];           /* the thread's own task ids, -1 unfair */
 } co_block;
+
+static size_t block_bytes(bool wide) {
+    return sizeof(co_block) + (size_t)LOG_BLOCK * (wide ? sizeof(int32_t) : sizeof(int16_t));
+}
+
+static inline int32_t block_task(const co_block *b, uint32_t at) {
+    return b->wide ? ((const int32_t *)b->task)[at] : b->task[at];
+}
 
 typedef struct co_log {
     co_block *head, *tail;
@@ -342,14 +355,22 @@ static void log_failed(co_log *log) {
 
 static void log_edge(co_log *log, uint32_t src, uint32_t dst, uint64_t hi, uint64_t lo) {
     if (log->failed) return;
-    if (log->tail == NULL || log->tail->n == LOG_BLOCK) {
+    int32_t task = -1;
+    if (hi != 0) {
+        task = intern_task(&log->tasks, hi & ~CO_TASK_STRONG, lo, (hi & CO_TASK_STRONG) != 0);
+        if (task < 0) { log_failed(log); return; }
+    }
+    bool wide = log->tasks.n > INT16_MAX; /* some id of this thread may not fit 16 bits */
+    if (log->tail == NULL || log->tail->n == LOG_BLOCK || (wide && !log->tail->wide)) {
         /* NOTE(memory-limit): the edges count against the limit with the state storage */
-        uint64_t logs = atomic_fetch_add(&G.log_bytes, sizeof(co_block)) + sizeof(co_block);
+        size_t bytes = block_bytes(wide);
+        uint64_t logs = atomic_fetch_add(&G.log_bytes, bytes) + bytes;
         if (logs + atomic_load(&S.bytes) > S.opt.memory_limit) { log_failed(log); return; }
-        co_block *block = malloc(sizeof *block);
+        co_block *block = reserve(bytes);
         if (block == NULL) { log_failed(log); return; }
         block->next = NULL;
         block->n = 0;
+        block->wide = wide;
         if (log->tail != NULL) log->tail->next = block;
         else log->head = block;
         log->tail = block;
@@ -368,22 +389,20 @@ static void log_edge(co_log *log, uint32_t src, uint32_t dst, uint64_t hi, uint6
         log->run_src[log->runs] = src;
         log->run_len[log->runs++] = 0;
     }
-    int32_t task = -1;
-    if (hi != 0) {
-        task = intern_task(&log->tasks, hi & ~CO_TASK_STRONG, lo, (hi & CO_TASK_STRONG) != 0);
-        if (task < 0) { log_failed(log); return; }
-    }
     co_block *block = log->tail;
     block->dst[block->n] = dst;
-    block->task[block->n++] = task;
+    if (block->wide) ((int32_t *)block->task)[block->n++] = task;
+    else block->task[block->n++] = (int16_t)task;
     log->run_len[log->runs - 1]++;
     log->n++;
 }
 
+static void block_free(co_block *b) { munmap(b, block_bytes(b->wide)); }
+
 static void log_free_edges(co_log *log) {
     for (co_block *b = log->head; b != NULL;) {
         co_block *next = b->next;
-        free(b);
+        block_free(b);
         b = next;
     }
     log->head = log->tail = NULL;
@@ -432,7 +451,28 @@ int co_graph_sizes(uint64_t *states, uint64_t *edges, uint64_t *tasks) {
     return 0;
 }
 
-int co_graph_fill(int64_t *first, int32_t *dst, int32_t *task) {
+/* One edge's task in an array of task_bytes-wide signed ids (1, 2 or 4; -1: unfair). */
+static inline int32_t task_at(const void *task, int task_bytes, int64_t e) {
+    switch (task_bytes) {
+    case 1: return ((const int8_t *)task)[e];
+    case 2: return ((const int16_t *)task)[e];
+    default: return ((const int32_t *)task)[e];
+    }
+}
+
+static inline void task_put(void *task, int task_bytes, int64_t e, int32_t k) {
+    switch (task_bytes) {
+    case 1: ((int8_t *)task)[e] = (int8_t)k; break;
+    case 2: ((int16_t *)task)[e] = (int16_t)k; break;
+    default: ((int32_t *)task)[e] = k; break;
+    }
+}
+
+/* NOTE(graph-memory): the rows are written in order of source, merging the threads' logs (each
+ * holds its sources in increasing order), so first, dst and task are written front to back
+ * (the caller may hand in memory that is committed as it is first written) while each log
+ * block is unmapped as soon as it is read: the logs and the rows are never both whole. */
+int co_graph_fill(int64_t *first, int32_t *dst, void *task, int task_bytes) {
     if (!G.merged) return -1;
     uint64_t n = atomic_load(&S.count);
     memset(first, 0, (n + 1) * sizeof *first);
@@ -441,30 +481,47 @@ int co_graph_fill(int64_t *first, int32_t *dst, int32_t *task) {
         for (uint64_t r = 0; r < log->runs; r++) first[log->run_src[r] + 1] += log->run_len[r];
     }
     for (uint64_t s = 0; s < n; s++) first[s + 1] += first[s];
-    /* a state's edges are one run of one log: copy each run to its row, freeing each block
-     * once it is read */
-    for (int i = 0; i < G.nlogs; i++) {
-        co_log *log = &G.logs[i];
-        co_block *block = log->head;
-        uint32_t at = 0;
-        for (uint64_t r = 0; r < log->runs; r++) {
-            int64_t to = first[log->run_src[r]];
-            for (uint32_t k = 0; k < log->run_len[r]; k++) {
-                if (at == block->n) {
-                    co_block *next = block->next;
-                    free(block);
-                    block = next;
-                    at = 0;
-                }
-                dst[to] = (int32_t)block->dst[at];
-                int32_t t = block->task[at++];
-                task[to++] = t < 0 ? -1 : log->global[t];
+    int nl = G.nlogs;
+    uint64_t *run = calloc((size_t)(nl > 0 ? nl : 1), sizeof *run);
+    uint32_t *at = calloc((size_t)(nl > 0 ? nl : 1), sizeof *at);
+    co_block **block = calloc((size_t)(nl > 0 ? nl : 1), sizeof *block);
+    if (run == NULL || at == NULL || block == NULL) {
+        free(run); free(at); free(block);
+        return -1;
+    }
+    for (int i = 0; i < nl; i++) block[i] = G.logs[i].head;
+    for (;;) {
+        int best = -1;
+        uint32_t src = 0;
+        for (int i = 0; i < nl; i++) {
+            co_log *log = &G.logs[i];
+            if (run[i] < log->runs && (best < 0 || log->run_src[run[i]] < src)) {
+                best = i;
+                src = log->run_src[run[i]];
             }
         }
-        if (block != NULL) free(block);
-        log->head = log->tail = NULL;
-        log_free_edges(log);
+        if (best < 0) break;
+        co_log *log = &G.logs[best];
+        int64_t to = first[src];
+        for (uint32_t k = 0; k < log->run_len[run[best]]; k++) {
+            if (at[best] == block[best]->n) {
+                co_block *next = block[best]->next;
+                block_free(block[best]);
+                block[best] = next;
+                at[best] = 0;
+            }
+            dst[to] = (int32_t)block[best]->dst[at[best]];
+            int32_t t = block_task(block[best], at[best]++);
+            task_put(task, task_bytes, to++, t < 0 ? -1 : log->global[t]);
+        }
+        run[best]++;
     }
+    for (int i = 0; i < nl; i++) {
+        if (block[i] != NULL) block_free(block[i]);
+        G.logs[i].head = G.logs[i].tail = NULL;
+        log_free_edges(&G.logs[i]);
+    }
+    free(run); free(at); free(block);
     return 0;
 }
 
@@ -475,6 +532,8 @@ void co_graph_tasks(uint64_t *hi, uint64_t *lo, uint8_t *strong) {
         strong[i] = G.tasks.strong[i];
     }
 }
+
+const int32_t *co_parents_view(void) { return (const int32_t *)S.parents; }
 
 void co_parents(int32_t *out) {
     uint64_t n = atomic_load(&S.count);
@@ -531,47 +590,10 @@ int co_live_table(const int32_t *slot, uint8_t *goal, uint8_t *premise, int64_t 
 
 /* The graph algorithms of coherence/liveness/graph.py (that file is their definition and
  * says why each is right), on the same compressed rows, for graphs too large for Python:
- * predecessor rows, backward reachability, and the fair sets (iterative Tarjan, the
- * weak-fairness test of each component, strong-fairness refinement). Model-independent;
+ * backward reachability (by components, NOTE(graph-memory)), and the fair sets (iterative
+ * Tarjan, the weak-fairness test of each component, strong-fairness refinement).
+ * Model-independent;
  * tests/test_liveness_engines.py compares them with graph.py on random graphs. */
-
-void co_alg_reverse(int64_t n, const int64_t *first, const int32_t *dst, int64_t *rfirst,
-                    int32_t *rsrc) {
-    memset(rfirst, 0, (size_t)(n + 1) * sizeof *rfirst);
-    for (int64_t e = 0; e < first[n]; e++) rfirst[dst[e] + 1]++;
-    for (int64_t s = 0; s < n; s++) rfirst[s + 1] += rfirst[s];
-    int64_t *pos = malloc((size_t)(n + 1) * sizeof *pos);
-    if (pos == NULL) return;
-    memcpy(pos, rfirst, (size_t)(n + 1) * sizeof *pos);
-    for (int64_t s = 0; s < n; s++)
-        for (int64_t e = first[s]; e < first[s + 1]; e++) rsrc[pos[dst[e]]++] = (int32_t)s;
-    free(pos);
-}
-
-int co_alg_backward(int64_t n, const int64_t *rfirst, const int32_t *rsrc,
-                    const uint8_t *targets, const uint8_t *allowed, uint8_t *seen) {
-    int32_t *queue = malloc((size_t)(n > 0 ? n : 1) * sizeof *queue);
-    if (queue == NULL) return -1;
-    int64_t head = 0, tail = 0;
-    memset(seen, 0, (size_t)n);
-    for (int64_t s = 0; s < n; s++)
-        if (targets[s] && (allowed == NULL || allowed[s])) {
-            seen[s] = 1;
-            queue[tail++] = (int32_t)s;
-        }
-    while (head < tail) {
-        int32_t s = queue[head++];
-        for (int64_t e = rfirst[s]; e < rfirst[s + 1]; e++) {
-            int32_t p = rsrc[e];
-            if (!seen[p] && (allowed == NULL || allowed[p])) {
-                seen[p] = 1;
-                queue[tail++] = p;
-            }
-        }
-    }
-    free(queue);
-    return 0;
-}
 
 int co_alg_forward(int64_t n, const int64_t *first, const int32_t *dst,
                    const uint8_t *sources, const uint8_t *allowed, uint8_t *seen) {
@@ -598,11 +620,17 @@ int co_alg_forward(int64_t n, const int64_t *first, const int32_t *dst,
     return 0;
 }
 
-/* Per state: a visited target costs one random read. index: -2 outside the region, -1 not
- * visited yet; on the stack: visited and comp still -1. */
+/* Per state, 8 bytes (a visited target costs one random read). index: -2 outside the region,
+ * -1 not visited yet, FINISHED once its component is complete, and then low holds the
+ * component's number (NOTE(graph-memory): no third field); else it is on the stack. */
 typedef struct {
-    int32_t index, low, comp;
+    int32_t index, low;
 } co_tnode;
+
+#define FINISHED INT32_MAX /* above every index: a finished state never lowers a low-link */
+
+/* The component of a state, -1 outside the region or not finished. */
+static inline int32_t comp_of(const co_tnode *x) { return x->index == FINISHED ? x->low : -1; }
 
 /* so: the Tarjan stack grows from so[0] up, the finished components' states fill it from
  * so[n - 1] down (a state is on the stack or finished, never both: they never meet); wv and
@@ -616,15 +644,14 @@ typedef struct {
 /* The j-th finished state (components are contiguous: cstart[c] .. cstart[c + 1] - 1). */
 static inline int32_t finished(const co_tarjan *t, int32_t j) { return t->so[t->n - 1 - j]; }
 
-/* Tarjan's components of the states with in[s] (iteratively); node[s].comp numbers them
- * (-1 outside). Returns the number of components. */
+/* Tarjan's components of the states with in[s] (every state if in is NULL), iteratively;
+ * comp_of(&node[s]) numbers them (-1 outside). Returns the number of components. */
 static int32_t tarjan(int64_t n, const int64_t *first, const int32_t *dst, const uint8_t *in,
                       co_tarjan *t) {
     int32_t counter = 0, ncomp = 0, sp = 0, placed = 0;
     co_tnode *node = t->node;
     for (int64_t s = 0; s < n; s++) {
-        node[s].index = in[s] ? -1 : -2;
-        node[s].comp = -1;
+        node[s].index = in == NULL || in[s] ? -1 : -2;
     }
     for (int64_t root = 0; root < n; root++) {
         if (node[root].index != -1) continue;
@@ -653,7 +680,7 @@ static int32_t tarjan(int64_t n, const int64_t *first, const int32_t *dst, const
                     descended = true;
                     break;
                 }
-                if (nw->comp == -1 && nw->index < low) low = nw->index;
+                if (nw->index < low) low = nw->index; /* on the stack (FINISHED is not) */
             }
             if (descended) continue;
             node[v].low = low;
@@ -666,7 +693,8 @@ static int32_t tarjan(int64_t n, const int64_t *first, const int32_t *dst, const
                 t->cstart[ncomp] = placed;
                 for (;;) {
                     int32_t w = t->so[--sp];
-                    node[w].comp = ncomp;
+                    node[w].index = FINISHED;
+                    node[w].low = ncomp;
                     t->so[n - 1 - placed++] = w;
                     if (w == v) break;
                 }
@@ -678,44 +706,86 @@ static int32_t tarjan(int64_t n, const int64_t *first, const int32_t *dst, const
     return ncomp;
 }
 
+/* NOTE(graph-memory): backward reachability without predecessor rows. Tarjan's components
+ * of the allowed states complete in reverse topological order (a component's successors
+ * before it), so when one completes, whether it reaches a target is final: it holds one, or
+ * an edge leaves it for an allowed state already known to reach one. One pass over the
+ * forward rows, and the rows of predecessors (4 bytes an edge) are never built. */
+int co_alg_backward(int64_t n, const int64_t *first, const int32_t *dst,
+                    const uint8_t *targets, const uint8_t *allowed, uint8_t *seen) {
+    size_t nn = (size_t)(n > 0 ? n : 1);
+    co_tarjan t = {malloc(nn * sizeof(co_tnode)), malloc(nn * 4), malloc(nn * 4),
+                   malloc(nn * 4), malloc((nn + 1) * 4), n};
+    int rc = -1;
+    if (!t.node || !t.so || !t.wv || !t.we || !t.cstart) goto out;
+    int32_t ncomp = tarjan(n, first, dst, allowed, &t);
+    memset(seen, 0, (size_t)n);
+    for (int32_t c = 0; c < ncomp; c++) {
+        int32_t a = t.cstart[c], b = t.cstart[c + 1];
+        bool reach = false;
+        for (int32_t i = a; i < b && !reach; i++) {
+            int32_t s = finished(&t, i);
+            if (targets[s]) { reach = true; break; }
+            for (int64_t e = first[s]; e < first[s + 1]; e++) {
+                int32_t w = dst[e];
+                int32_t cw = comp_of(&t.node[w]);
+                if (cw >= 0 && cw != c && seen[w]) {
+                    reach = true;
+                    break;
+                }
+            }
+        }
+        if (reach)
+            for (int32_t i = a; i < b; i++) seen[finished(&t, i)] = 1;
+    }
+    rc = 0;
+out:
+    free(t.node); free(t.so); free(t.wv); free(t.we); free(t.cstart);
+    return rc;
+}
+
+/* label (may be NULL): each state's fair set, -1 outside them; fair: 1 in a fair set. The
+ * arrays a strong-fairness refinement needs are made only when one happens
+ * (NOTE(graph-memory)). */
 int64_t co_alg_fair_sets(int64_t n, const int64_t *first, const int32_t *dst,
-                         const int32_t *task, int64_t ntasks, const uint8_t *strong,
-                         const uint8_t *allowed, int32_t *label) {
+                         const void *task, int task_bytes, int64_t ntasks,
+                         const uint8_t *strong, const uint8_t *allowed, int32_t *label,
+                         uint8_t *fair) {
     size_t nn = (size_t)(n > 0 ? n : 1), nt = (size_t)(ntasks > 0 ? ntasks : 1);
     co_tarjan t = {malloc(nn * sizeof(co_tnode)), malloc(nn * 4), malloc(nn * 4),
                    malloc(nn * 4), malloc((nn + 1) * 4), n};
-    uint8_t *in = malloc(nn), *next = malloc(nn);
+    uint8_t *in = NULL, *next = NULL; /* the refined rounds' states, made when needed */
+    const uint8_t *cur = allowed;     /* this round's states (NULL: every state) */
     int32_t *cnt = calloc(nt, 4), *touched = malloc(nt * 4);
     int64_t *seen = malloc(nt * 8), *taken = calloc(nt, 8), *bad = calloc(nt, 8);
     int64_t count = -1;
-    if (!t.node || !t.so || !t.wv || !t.we || !t.cstart || !in || !next ||
+    if (!t.node || !t.so || !t.wv || !t.we || !t.cstart ||
         !cnt || !touched || !seen || !taken || !bad)
         goto out;
     count = 0;
-    for (int64_t s = 0; s < n; s++) {
-        label[s] = -1;
-        in[s] = allowed == NULL || allowed[s];
-    }
+    if (label != NULL)
+        for (int64_t s = 0; s < n; s++) label[s] = -1;
+    memset(fair, 0, (size_t)n);
     for (size_t i = 0; i < nt; i++) seen[i] = -1;
     int64_t stamp = 0;
-    for (;;) { /* a round: the components of `in`; the refined rest goes to the next one */
-        int32_t ncomp = tarjan(n, first, dst, in, &t);
+    for (;;) { /* a round: the components of `cur`; the refined rest goes to the next one */
+        int32_t ncomp = tarjan(n, first, dst, cur, &t);
         bool again = false;
-        memset(next, 0, nn);
+        if (next != NULL) memset(next, 0, nn);
         for (int32_t c = 0; c < ncomp; c++) {
             stamp++;
             int32_t a = t.cstart[c], b = t.cstart[c + 1], ntouched = 0;
             for (int32_t i = a; i < b; i++) {
                 int32_t s = finished(&t, i);
                 for (int64_t e = first[s]; e < first[s + 1]; e++) {
-                    int32_t k = task[e];
+                    int32_t k = task_at(task, task_bytes, e);
                     if (k < 0) continue;
                     if (seen[k] != s) {
                         if (cnt[k] == 0) touched[ntouched++] = k;
                         seen[k] = s;
                         cnt[k]++;
                     }
-                    if (t.node[dst[e]].comp == c) taken[k] = stamp;
+                    if (comp_of(&t.node[dst[e]]) == c) taken[k] = stamp;
                 }
             }
             bool weak_ok = true, any_bad = false;
@@ -735,16 +805,26 @@ int64_t co_alg_fair_sets(int64_t n, const int64_t *first, const int32_t *dst,
             }
             if (!weak_ok) continue;
             if (!any_bad) {
-                for (int32_t i = a; i < b; i++) label[finished(&t, i)] = (int32_t)count;
+                for (int32_t i = a; i < b; i++) {
+                    int32_t s = finished(&t, i);
+                    fair[s] = 1;
+                    if (label != NULL) label[s] = (int32_t)count;
+                }
                 count++;
                 continue;
+            }
+            if (next == NULL && (next = calloc(nn, 1)) == NULL) {
+                count = -1;
+                goto out;
             }
             /* NOTE(strong-fairness): drop the states that enable a failing strong task */
             for (int32_t i = a; i < b; i++) {
                 int32_t s = finished(&t, i);
                 bool keep = true;
-                for (int64_t e = first[s]; e < first[s + 1] && keep; e++)
-                    if (task[e] >= 0 && bad[task[e]] == stamp) keep = false;
+                for (int64_t e = first[s]; e < first[s + 1] && keep; e++) {
+                    int32_t k = task_at(task, task_bytes, e);
+                    if (k >= 0 && bad[k] == stamp) keep = false;
+                }
                 if (keep) {
                     next[s] = 1;
                     again = true;
@@ -752,7 +832,12 @@ int64_t co_alg_fair_sets(int64_t n, const int64_t *first, const int32_t *dst,
             }
         }
         if (!again) break;
+        if (in == NULL && (in = malloc(nn)) == NULL) {
+            count = -1;
+            goto out;
+        }
         memcpy(in, next, nn);
+        cur = in;
     }
 out:
     free(t.node); free(t.so); free(t.wv); free(t.we); free(t.cstart);

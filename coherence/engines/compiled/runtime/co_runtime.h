@@ -92,29 +92,30 @@ void co_free(void);
 /* The liveness graph (co_options.graph), after co_run and before co_free:
  * co_graph_sizes merges the threads' edge logs and task tables (once) and gives the counts;
  * co_graph_fill writes the edges in compressed rows by source (first: states + 1 offsets,
- * dst and task per edge, task -1 for an unfair edge) and frees the logs; co_graph_tasks the
+ * dst and task per edge in task_bytes (1, 2 or 4) signed bytes, -1 for an unfair edge,
+ * NOTE(graph-memory)) and frees the logs; co_graph_tasks the
  * key of each task (NOTE(task-keys)) and whether a strongly fair transition performs it.
  * co_parents: the breadth-first parent of each state (-1 at initial states); co_state_at: one
  * state's words; co_live_table: each liveness instance i with slot[i] >= 0: its goal and
  * premise per state ([slot[i] * states + id]) and the least state where it raises an error
  * (-1). */
 int co_graph_sizes(uint64_t *states, uint64_t *edges, uint64_t *tasks);
-int co_graph_fill(int64_t *first, int32_t *dst, int32_t *task);
+int co_graph_fill(int64_t *first, int32_t *dst, void *task, int task_bytes);
 void co_graph_tasks(uint64_t *hi, uint64_t *lo, uint8_t *strong);
 void co_parents(int32_t *out);
+const int32_t *co_parents_view(void); /* the search's own parents, valid until co_free */
 int co_state_at(uint64_t id, uint64_t *out_words);
 int co_live_instances(void);
 int co_live_table(const int32_t *slot, uint8_t *goal, uint8_t *premise, int64_t *err_state);
 /* The liveness checks' graph algorithms (coherence/liveness/graph.py defines them) on
  * compressed rows; allowed may be NULL (every state); -1: out of memory. */
-void co_alg_reverse(int64_t n, const int64_t *first, const int32_t *dst, int64_t *rfirst,
-                    int32_t *rsrc);
-int co_alg_backward(int64_t n, const int64_t *rfirst, const int32_t *rsrc,
+int co_alg_backward(int64_t n, const int64_t *first, const int32_t *dst,
                     const uint8_t *targets, const uint8_t *allowed, uint8_t *seen);
 int co_alg_forward(int64_t n, const int64_t *first, const int32_t *dst,
                    const uint8_t *sources, const uint8_t *allowed, uint8_t *seen);
 int64_t co_alg_fair_sets(int64_t n, const int64_t *first, const int32_t *dst,
-                         const int32_t *task, int64_t ntasks, const uint8_t *strong,
-                         const uint8_t *allowed, int32_t *label);
+                         const void *task, int task_bytes, int64_t ntasks,
+                         const uint8_t *strong, const uint8_t *allowed, int32_t *label,
+                         uint8_t *fair);
 
 #endif
