@@ -86,6 +86,9 @@ def assert_same_graph(model: ir.Model) -> None:
         assert comp_edges == ref_edges
         # the same truth of every premise and goal in every state
         where = {code: i for i, code in enumerate(comp_packed)}
+        for c in ci:  # the compiled engine makes an instance's flags when it is checked
+            if comp.evaluate is not None:
+                comp.evaluate(c)
         for r, c in zip(ri, ci, strict=True):
             for i, code in enumerate(ref_packed):
                 j = where[code]

@@ -68,6 +68,9 @@ class Built:
     engine: str
     states: int = -1  # states found, where a stopped search has fewer rows (-1: graph.n)
     algorithms: Algorithms | None = None  # faster whole-graph algorithms (None: graph.py's)
+    # fills an instance's goal and premise when they are made on demand (the compiled engine:
+    # NOTE(graph-memory) in coherence.engines.compiled.graph); None: filled already
+    evaluate: Callable[[Instance], None] | None = None
 
 
 # (model, layout, the instances to evaluate (a subset of ``instances(model)``), options, start)

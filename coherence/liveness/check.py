@@ -126,9 +126,15 @@ def check_liveness(model: ir.Model, options: CheckOptions,
             todo = [inst for inst in checked if inst.prop.name not in done]
 
             def verdict(inst: Instance) -> _Verdict | None:
-                if inst.prop.kind is ir.LivenessKind.REACHABLE:
-                    return _reachable_verdict(rev, inst, alg)
-                return _leads_to_verdict(g, rev, inst, alg)
+                if built.evaluate is not None:  # flags made for this instance only
+                    built.evaluate(inst)
+                try:
+                    if inst.prop.kind is ir.LivenessKind.REACHABLE:
+                        return _reachable_verdict(rev, inst, alg)
+                    return _leads_to_verdict(g, rev, inst, alg)
+                finally:
+                    if built.evaluate is not None:  # the verdict keeps what a report needs
+                        inst.goal, inst.premise = bytearray(), bytearray()
 
             # NOTE(parallel-instances): C algorithms release the GIL, so instances are checked
             # on every core; each counterexample is then built in order, one per property. Each

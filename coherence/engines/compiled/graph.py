@@ -21,8 +21,9 @@ the forward rows (``co_alg_backward``: components complete after their successor
 one's answer is final when it completes), at 8 bytes a state for Tarjan's index and low-link
 (the component number replaces the low-link once a state is finished) and 4 for its stack. A
 verdict asks for the fair states only (``fair_region``); their labels are built again for a
-counterexample. On a large graph the instances run one at a time (``check.PARALLEL_STATES``),
-since each running one holds its own work arrays.
+counterexample. An instance's goal and premise flags are made when it is checked
+(``Built.evaluate``) and dropped after its verdict. On a large graph the instances run one
+at a time (``check.PARALLEL_STATES``), since each running one holds its own work arrays.
 """
 
 from __future__ import annotations
@@ -124,24 +125,32 @@ def _collect(lib: Library, layout: Layout, insts: list[Instance], total: int,
     # the search's parents in place (CO_NONE reads as -1), valid until co_free
     parents = (ctypes.c_int32 * max(ns, 1)).from_address(lib.lib.co_parents_view())
     parent = memoryview(parents).cast("B").cast("i")[:ns]
-    # only the instances asked for are evaluated (the others are decided by symmetry)
-    k = len(insts)
+    # only the instances asked for are evaluated (the others are decided by symmetry); here
+    # only whether P or Q raises a model error somewhere: each instance's goal and premise
+    # flags are made when it is checked, and dropped after (NOTE(graph-memory))
     slot = array("i", [-1]) * max(1, total)
     for j, inst in enumerate(insts):
         slot[inst.index] = j
-    goal, premise = bytearray(max(1, k * ns)), bytearray(max(1, k * ns))
     err = _zeros("q", total)
-    lib.lib.co_live_table(_buffer(slot, ctypes.c_int32),
-                          (ctypes.c_uint8 * len(goal)).from_buffer(goal),
-                          (ctypes.c_uint8 * len(premise)).from_buffer(premise),
+    lib.lib.co_live_table(_buffer(slot, ctypes.c_int32), None, None,
                           _buffer(err, ctypes.c_int64))
     errors: dict[str, int] = {}
-    for j, inst in enumerate(insts):
-        inst.goal = goal[j * ns:(j + 1) * ns]
-        inst.premise = premise[j * ns:(j + 1) * ns]
+    for inst in insts:
         if err[inst.index] >= 0:
             name = inst.prop.name
             errors[name] = min(errors.get(name, err[inst.index]), err[inst.index])
+
+    def evaluate(inst: Instance) -> None:
+        one = array("i", [-1]) * max(1, total)
+        one[inst.index] = 0
+        goal, premise, e = bytearray(max(1, ns)), bytearray(max(1, ns)), _zeros("q", total)
+        lib.lib.co_live_table(_buffer(one, ctypes.c_int32),
+                              (ctypes.c_uint8 * len(goal)).from_buffer(goal),
+                              (ctypes.c_uint8 * len(premise)).from_buffer(premise),
+                              _buffer(e, ctypes.c_int64))
+        del goal[ns:], premise[ns:]
+        inst.goal, inst.premise = goal, premise
+
     words = lib.words
 
     def state(i: int) -> int:
@@ -153,7 +162,7 @@ def _collect(lib: Library, layout: Layout, insts: list[Instance], total: int,
     keys = [(hi[i], lo[i]) for i in range(nt)]
     graph = Graph(first, dst, task, {i for i in range(nt) if strong[i]})
     return Built(graph, parent, state, errors, None, keys, "compiled",
-                 algorithms=CAlgorithms(lib, bytearray(strong[:nt])))
+                 algorithms=CAlgorithms(lib, bytearray(strong[:nt])), evaluate=evaluate)
 
 
 class CAlgorithms:

@@ -567,8 +567,10 @@ int co_live_table(const int32_t *slot, uint8_t *goal, uint8_t *premise, int64_t 
         co_live_eval(&s, want, g, p, e);
         for (int i = 0; i < CO_LIVE_INSTANCES; i++) {
             if (!want[i]) continue;
-            goal[(uint64_t)slot[i] * n + id] = g[i];
-            premise[(uint64_t)slot[i] * n + id] = p[i];
+            if (goal != NULL) { /* NULL: the errors only (NOTE(graph-memory)) */
+                goal[(uint64_t)slot[i] * n + id] = g[i];
+                premise[(uint64_t)slot[i] * n + id] = p[i];
+            }
             if (e[i] && err_state[i] < 0) err_state[i] = (int64_t)id;
         }
     }

@@ -97,8 +97,8 @@ void co_free(void);
  * key of each task (NOTE(task-keys)) and whether a strongly fair transition performs it.
  * co_parents: the breadth-first parent of each state (-1 at initial states); co_state_at: one
  * state's words; co_live_table: each liveness instance i with slot[i] >= 0: its goal and
- * premise per state ([slot[i] * states + id]) and the least state where it raises an error
- * (-1). */
+ * premise per state ([slot[i] * states + id]; goal and premise NULL: not written) and the
+ * least state where it raises an error (-1). */
 int co_graph_sizes(uint64_t *states, uint64_t *edges, uint64_t *tasks);
 int co_graph_fill(int64_t *first, int32_t *dst, void *task, int task_bytes);
 void co_graph_tasks(uint64_t *hi, uint64_t *lo, uint8_t *strong);
