@@ -20,6 +20,7 @@ from coherence.spec.load import load_spec
 HIER = ROOT / "tests" / "specs" / "hierarchy"
 READERS = HIER / "one_gpu_readers.coh"
 TWO_LEVEL_WT = HIER / "two_level_wt.coh"
+DIR_OVER_GPUS = HIER / "dir_over_gpus.coh"
 GPU_TWO_LEVEL = SPECS / "gpu_two_level.coh"
 
 
@@ -33,6 +34,12 @@ machine L1[g: gpu, s: sm] { state A; init A; rule go in A { send Ping to Mem; } 
 machine Mem { state R; init R; on Ping { } }
 """
 NESTED = Path("nested.coh")  # written by the test into its tmp_path
+NO_INDEX_TEXT = """network net: fifo, capacity = 1;
+message Ping;
+machine A { state S; init S; rule go in S { send Ping to B; } }
+machine B { state R; init R; on Ping { } }
+"""
+NO_INDEX = Path("no_index.coh")
 
 
 def _variant(tmp_path: Path, old: str, new: str) -> Path:
@@ -52,6 +59,23 @@ def test_small_spec_is_proved_for_every_number_of_sms_and_holds_at_fixed_sizes()
         assert goal in result.proved
     for sms in (1, 2, 3):
         assert check(load_spec(READERS, {"sms": sms})).verdict == "holds"
+
+
+def test_a_top_level_index_type_is_proved_for_every_number_of_gpus(tmp_path: Path) -> None:
+    """A directory over ``gpu`` (no nesting): ``owner: gpu``, ``set<gpu>``, a rule parameter
+    over the free type; its mutant (holders never recorded) is refuted."""
+    result = prove_all(load_spec(DIR_OVER_GPUS), rlimit=PROOF_RLIMIT)
+    assert result.verdict == "holds", (result.ctis, result.reason)
+    assert result.over == "gpu" and "invariant:held" in result.proved
+    for gpus in (1, 2, 3):
+        assert check(load_spec(DIR_OVER_GPUS, {"gpus": gpus})).verdict == "holds"
+    text = DIR_OVER_GPUS.read_text()
+    assert "holders.add(msg.src.gpu); " in text
+    mutant = tmp_path / "mutant.coh"
+    mutant.write_text(text.replace("holders.add(msg.src.gpu); ", ""))
+    refuted = prove_all(load_spec(mutant), rlimit=PROOF_RLIMIT)
+    assert refuted.verdict == "fails" and refuted.instance == 2 and refuted.unit == "gpu ids"
+    assert refuted.failures and refuted.failures[0].trace
 
 
 def test_a_mutant_is_refuted_by_a_replayed_counterexample(tmp_path: Path,
@@ -105,6 +129,8 @@ def test_the_command_line_proof_names_the_free_index_type(capsys: pytest.Capture
                  "machines L1 and L2 are both replicated over gpu", id="two-replicated"),
     pytest.param(NESTED, ["--over", "gpu"], "nested.coh:6:9:",
                  "index type sm is nested in gpu", id="nested-index"),
+    pytest.param(NO_INDEX, [], "no_index.coh:3:9:",
+                 "this spec declares none", id="no-index-type"),
     pytest.param(GPU_TWO_LEVEL, ["--over", "cores"], "<command line>:",
                  "--over cores: no index type or index parameter of that name", id="no-index"),
     pytest.param(SPECS / "german.coh", ["--over", "sms"], "<command line>:",
@@ -115,9 +141,10 @@ def test_the_command_line_proof_names_the_free_index_type(capsys: pytest.Capture
 def test_other_shapes_are_located_refusals(spec: Path, extra: list[str], where: str, what: str,
                                            tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
-    if spec == NESTED:
-        spec = tmp_path / "nested.coh"
-        spec.write_text(NESTED_TEXT)
+    if spec in (NESTED, NO_INDEX):
+        text = NESTED_TEXT if spec == NESTED else NO_INDEX_TEXT
+        spec = tmp_path / spec.name
+        spec.write_text(text)
     skip = ["--skip", "coherent"] if "coherent" in spec.read_text() else []
     argv = ["prove", str(spec), "--agents", "any", *skip, *extra]
     assert main(argv) == 2

@@ -117,6 +117,7 @@ HIER_PROOFS: list[dict[str, Any]] = [
      "aux": str(SPECS / "proofs" / "gpu_two_level_one_gpu.coh")},
     {"spec": str(HIER_DIR / "one_gpu_readers.coh"), "params": {"gpus": 1}, "over": "sms",
      "aux": None},
+    {"spec": str(HIER_DIR / "dir_over_gpus.coh"), "params": {}, "over": "gpus", "aux": None},
 ]
 
 

@@ -73,6 +73,11 @@ def shape_of(model: ir.Model, over: str | None) -> Shape:
     """The free index type (``over``: its name or its parameter's; when None, the one index
     type that fits) and the spec's shape; a located SpecError naming what prevents it."""
     types = list(model.indexes)
+    if not types:
+        first = next(m for m in model.machines if m.kind is ir.MachineKind.MACHINE)
+        raise SpecError("--agents any on a hierarchical spec proves it for every size of one "
+                        "index type, and this spec declares none (`index NAME: PARAM;`)",
+                        first.span)
     if over is not None:
         picked = [t for t in types if t.name == over]
         if not picked:
