@@ -592,7 +592,7 @@ def _step(enc: ParamEncoder, s: PState, machine: ir.Machine, tr: ir.Transition,
         st = s.home[0]
     pre.append(any_of([st == machine.state_index(x) for x in tr.states]))
     for p in tr.params:
-        if ex.node_typed(p.type):
+        if isinstance(p.type, ir.AgentT) if enc.shape is None else ex.node_typed(p.type):
             v = z3.Const(f"{tag}|{p.name}", NODE)
             consts.append(v)
             pre.append(enc.is_agent(v))
