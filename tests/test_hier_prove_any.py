@@ -14,6 +14,7 @@ from helpers import PROOF_RLIMIT, ROOT, SPECS
 
 from coherence.cli import main
 from coherence.engines import check
+from coherence.results import CheckOptions
 from coherence.smt.param import prove_all
 from coherence.spec.load import load_spec
 
@@ -76,6 +77,29 @@ def test_a_top_level_index_type_is_proved_for_every_number_of_gpus(tmp_path: Pat
     refuted = prove_all(load_spec(mutant), rlimit=PROOF_RLIMIT)
     assert refuted.verdict == "fails" and refuted.instance == 2 and refuted.unit == "gpu ids"
     assert refuted.failures and refuted.failures[0].trace
+
+
+# statement deletions of dir_over_gpus.coh: whatever the proof says must agree with the
+# checker (deadlock aside: a proof for every N does not cover it) at 1-3 GPUs
+DELETIONS = ["send Get to Dir; ", "holders.remove(x);", "goto W; ", "data := msg.val; ",
+             "goto V; ", "undefine data; ", "goto I; ", "owner := msg.src.gpu; ",
+             "send Inv to C[x];"]
+
+
+@pytest.mark.parametrize("old", [pytest.param(d, marks=[] if i < 2 else [pytest.mark.slow])
+                                 for i, d in enumerate(DELETIONS)])
+def test_no_mutant_is_proved_that_the_checker_refutes(old: str, tmp_path: Path) -> None:
+    text = DIR_OVER_GPUS.read_text()
+    assert text.count(old) == 1
+    mutant = tmp_path / "mutant.coh"
+    mutant.write_text(text.replace(old, ""))
+    result = prove_all(load_spec(mutant), rlimit=PROOF_RLIMIT)
+    checked = [check(load_spec(mutant, {"gpus": n}), CheckOptions(deadlock=False)).verdict
+               for n in (1, 2, 3)]
+    if result.verdict == "holds":
+        assert checked == ["holds"] * 3
+    if result.verdict == "fails":
+        assert "fails" in checked and result.failures[0].trace
 
 
 def test_a_mutant_is_refuted_by_a_replayed_counterexample(tmp_path: Path,
