@@ -22,6 +22,7 @@ HIER = ROOT / "tests" / "specs" / "hierarchy"
 READERS = HIER / "one_gpu_readers.coh"
 TWO_LEVEL_WT = HIER / "two_level_wt.coh"
 DIR_OVER_GPUS = HIER / "dir_over_gpus.coh"
+FLUSH = HIER / "one_gpu_flush.coh"
 GPU_TWO_LEVEL = SPECS / "gpu_two_level.coh"
 
 
@@ -177,14 +178,57 @@ def test_other_shapes_are_located_refusals(spec: Path, extra: list[str], where: 
     assert where in line and what in line, err
 
 
-def test_a_for_over_the_free_index_type_is_located(capsys: pytest.CaptureFixture[str]) -> None:
-    """Unsupported inside a body: refused at the statement, after the search for a concrete
-    counterexample at 2 and 3 SMs finds none."""
-    argv = ["prove", str(TWO_LEVEL_WT), "--agents", "any", "--param", "gpus=1",
-            "--rlimit", str(PROOF_RLIMIT)]
-    assert main(argv) == 2
+FLUSH_MUTANTS = [("if t in readers {", "if !(t in readers) {"),
+                 ("send Inv to L1[g, t]; ", ""), ("readers.add(msg.src.sm); ", ""),
+                 ("readers.clear();", ""), ("if t in readers {", "if t in readers && t != t {")]
+
+
+def test_a_for_over_the_free_index_type_is_one_multicast() -> None:
+    result = prove_all(load_spec(FLUSH), rlimit=PROOF_RLIMIT)
+    assert result.verdict == "holds", (result.ctis, result.reason)
+    assert "invariant:current" in result.proved
+    for sms in (1, 2, 3):
+        assert check(load_spec(FLUSH, {"sms": sms})).verdict == "holds"
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    pytest.param(o, n, marks=[] if i < 2 else [pytest.mark.slow])
+    for i, (o, n) in enumerate(FLUSH_MUTANTS)])
+def test_mutants_of_the_multicast_loop_are_refuted(old: str, new: str, tmp_path: Path) -> None:
+    text = FLUSH.read_text()
+    assert old in text
+    mutant = tmp_path / "mutant.coh"
+    mutant.write_text(text.replace(old, new))
+    result = prove_all(load_spec(mutant), rlimit=PROOF_RLIMIT)
+    assert result.verdict == "fails" and result.instance == 2 and result.failures[0].trace
+    assert check(load_spec(mutant, {"sms": 2}), CheckOptions(deadlock=False)).verdict == "fails"
+
+
+def test_a_for_body_other_than_sends_is_located(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    text = FLUSH.read_text()
+    old = "if t in readers { send Inv to L1[g, t]; }"
+    assert old in text
+    spec = tmp_path / "loop.coh"
+    spec.write_text(text.replace(old, "if t in readers { send Inv to L1[g, t]; "
+                                      "readers.remove(t); }"))
+    assert main(["prove", str(spec), "--agents", "any", "--rlimit", str(PROOF_RLIMIT)]) == 2
     err = capsys.readouterr().err
-    assert "two_level_wt.coh:56:5: error: a `for` over the free index type sm" in err
+    assert "loop.coh:37:" in err and "only `if`s and sends to L1[..., t]" in err, err
+
+
+@pytest.mark.slow  # about 20 s: two_level_wt's obligations, a CTI searched for each failing one
+def test_two_level_wt_gets_replayed_counterexamples_to_induction(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """two_level_wt at one GPU is encoded (`for t: sm`, `Put(val, by: node)`, `broadcast Inv
+    to L2 except`), but its two invariants are not inductive alone."""
+    argv = ["prove", str(TWO_LEVEL_WT), "--agents", "any", "--param", "gpus=1",
+            "--rlimit", str(PROOF_RLIMIT), "--json"]
+    assert main(argv) == 3
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["verdict"] == "unknown" and doc["cti_states"]
+    assert any(c["summary"].startswith("invariant:l1_copy_is_tracked can break with")
+               for c in doc["cti_states"])
 
 
 def test_the_free_size_used_as_a_number_is_located(tmp_path: Path,

@@ -118,6 +118,7 @@ HIER_PROOFS: list[dict[str, Any]] = [
     {"spec": str(HIER_DIR / "one_gpu_readers.coh"), "params": {"gpus": 1}, "over": "sms",
      "aux": None},
     {"spec": str(HIER_DIR / "dir_over_gpus.coh"), "params": {}, "over": "gpus", "aux": None},
+    {"spec": str(HIER_DIR / "one_gpu_flush.coh"), "params": {}, "over": "sms", "aux": None},
 ]
 
 

@@ -37,7 +37,7 @@ import z3
 from coherence import ir
 from coherence.errors import NO_SPAN, Span, SpecError
 from coherence.semantics import UNDEF, range_of
-from coherence.smt.execute import TRUE, Exec, all_of, any_of, b2i, conc
+from coherence.smt.execute import TRUE, Exec, all_of, any_of, b2i, conc, truth
 from coherence.smt.param import (
     BV,
     NODE,
@@ -582,8 +582,10 @@ class HExec(PExec):
     def stmt(self, s: ir.Stmt) -> None:
         if isinstance(s, ir.For):
             if self.enc.free(s.var_type):
-                raise Unsupported(f"a `for` over the free index type {self.enc.shape.index} "
-                                  "is not supported with --agents any", s.span)
+                self.refresh()
+                if not z3.is_false(self.pc):
+                    self.for_free(s, s.body, [])
+                return
             Exec.stmt(self, s)
             return
         if isinstance(s, ir.Multicast):
@@ -601,6 +603,71 @@ class HExec(PExec):
             self.performs.append((pc, agent, s.kind, value))
             return
         super().stmt(s)
+
+    def for_free(self, loop: ir.For, body: tuple[ir.Stmt, ...], path: list[Any]) -> None:
+        """``for t: sm { if C(t) { send M(A(t)) to L1[g, t]; } }``: every iteration sends to
+        its own agent, so the loop is one multicast over (src, dst) filtered by ``C`` (as
+        ``broadcast``); ``path`` holds the conditions of the enclosing ``if``s as ir
+        expressions (negated ones as ``("not", e)``). Other bodies are not supported."""
+        for st in body:
+            if isinstance(st, ir.If):
+                self.for_free(loop, st.then, [*path, st.cond])
+                self.for_free(loop, st.orelse, [*path, ("not", st.cond)])
+                continue
+            rep = self.enc.rep.name
+            if not (isinstance(st, ir.Send) and isinstance(st.dst, ir.NodeOf)
+                    and st.dst.machine == rep
+                    and st.dst.indices[self.enc.shape.free_pos] == ir.Local(
+                        loop.var, loop.var_type)):
+                raise Unsupported(f"in a `for` over the free index type "
+                                  f"{self.enc.shape.index}, only `if`s and sends to "
+                                  f"{rep}[..., {loop.var}] are supported with --agents any",
+                                  getattr(st, "span", loop.span))
+            self.send_each(loop, st, path)
+
+    def send_each(self, loop: ir.For, st: ir.Send, path: list[Any]) -> None:
+        is_agent = self.enc.is_agent
+        pc = self.pc
+        b = z3.FreshConst(NODE, loop.var)
+        saved = self.locals.get(loop.var)
+        self.locals[loop.var] = b
+        self.bound.append((b, is_agent(b)))
+        conds: list[Any] = []
+        for e in path:
+            neg = isinstance(e, tuple)
+            x = e[1] if neg else e
+            v = truth(self.check(self.expr(x, all_of([pc, *conds])), all_of([pc, *conds])))
+            conds.append(z3.Not(v) if neg else v)
+        here_c = all_of([pc, *conds])
+        for i, x in enumerate(st.dst.indices):
+            if i != self.enc.shape.free_pos:
+                self.check(self.expr(x, here_c), here_c)
+        args = [self.expr(x, here_c) for x in st.args]
+        t = self.enc.msg_index[st.message]
+        for f, v in zip(self.enc.model.messages[t].fields, args, strict=True):
+            rng = range_of(f.type)
+            if rng is not None and z3.is_bv(v):
+                self.error(here_c, z3.And(v != num(UNDEF), z3.Or(v < rng[0], v > rng[1])))
+        self.bound.pop()
+        if saved is None:
+            self.locals.pop(loop.var, None)
+        else:
+            self.locals[loop.var] = saved
+        self.refresh()
+        net = self.nets[self.enc.net_index[self.enc.model.messages[t].network]]
+        if not isinstance(net, UNet):
+            raise Unsupported("a `for` that sends over the free index type is supported with "
+                              "--agents any only on unordered networks", st.span)
+        src = self.agent
+        cond = all_of([is_agent(b), *conds])
+        self.dups.append(z3.And(self.pc, z3.Exists([b], z3.And(cond, net.present[t][src, b]))))
+        a = z3.FreshConst(NODE, "for_src")
+        here = z3.And(a == src, cond)
+        old = net.present[t]
+        live = self.pc
+        net.present[t] = z3.If(live, z3.Lambda([a, b], z3.Or(here, old[a, b])), old)
+        net.fields[t] = [z3.If(live, z3.Lambda([a, b], z3.If(here, v, f[a, b])), f)
+                         for f, v in zip(net.fields[t], args, strict=True)]
 
     def multicast(self, s: ir.Multicast, pc: Any) -> None:
         enc = self.enc
