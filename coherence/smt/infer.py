@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from coherence import ir
 from coherence.smt.param import ParamResult, _check_agents_free, prove_all
 from coherence.smt.state import Unsupported
+
+if TYPE_CHECKING:
+    from coherence.smt.infer_finite import FiniteResult
+    from coherence.smt.infer_qf import QFResult
 
 
 @attrs.define
@@ -31,7 +35,9 @@ class InferOptions:
     explore_seconds: float = 120.0  # all sizes together
     literals: dict[str, int] = attrs.Factory(
         lambda: {"global": 2, "agent": 4, "pair": 3, "msg": 3})
-    rlimit: int = 20_000_000  # per Houdini query (quantifier-free: deterministic units)
+    rlimit: int = 2_000_000_000  # per Houdini query (quantifier-free: deterministic units)
+    houdini: str = "finite"  # "finite" (infer_finite, at ``cutoff`` agents) or "qf"
+    cutoff: int = 4  # agents of the finite Houdini's instance
     timeout: float | None = None  # the final proof's (prove --timeout)
     final_rlimit: int | None = None  # the final proof's (prove --rlimit)
 
@@ -52,6 +58,7 @@ def infer(model: ir.Model, options: InferOptions | None = None,
           progress: Callable[[str], None] | None = None) -> InferResult:
     """Mine, select and prove (see the module docstring). Raises ``Unsupported`` (exit 2) for a
     spec outside the fragment of ``--agents any``, before any exploration."""
+    from coherence.smt.infer_finite import houdini_finite
     from coherence.smt.infer_mine import mine
     from coherence.smt.infer_qf import houdini_qf
     from coherence.smt.param import ParamEncoder
@@ -67,11 +74,16 @@ def infer(model: ir.Model, options: InferOptions | None = None,
         proof = prove_all(model, timeout=opts.timeout, rlimit=opts.final_rlimit)
         return InferResult(proof, [], {}, f"no inference: {unsupported.message}", model)
     say("exploring small instances")
-    cands, mstats, _templates = mine(model, opts.sizes, opts.max_states, opts.explore_seconds,
+    cands, mstats, templates = mine(model, opts.sizes, opts.max_states, opts.explore_seconds,
                                     opts.literals)
     t1 = time.perf_counter()
     say(f"{len(cands)} candidates hold in every explored state; Houdini")
-    h = houdini_qf(model, cands, progress=say, rlimit=opts.rlimit)
+    h: QFResult | FiniteResult
+    if opts.houdini == "qf":
+        h = houdini_qf(model, cands, progress=say, rlimit=opts.rlimit)
+    else:
+        h = houdini_finite(model, cands, templates, opts.cutoff, progress=say,
+                           rlimit=opts.rlimit)
     t2 = time.perf_counter()
     taken = {inv.name for inv in model.invariants}
     names = _names(taken, len(h.support))
@@ -95,6 +107,7 @@ def infer(model: ir.Model, options: InferOptions | None = None,
         "final": len(lines),
         "houdini_queries": h.stats["queries"],
         "unknown_checks": h.stats["unknown"],
+        "houdini": {"kind": opts.houdini, **h.stats},
         "seconds": {"explore": round(mstats.seconds_explore, 3),
                     "filter": round(mstats.seconds_filter, 3),
                     "houdini": round(t2 - t1, 3), "final_proof": round(t3 - t2, 3),

@@ -1,0 +1,447 @@
+"""Houdini at a fixed number of agents (issue 17): the inductive subset of the mined candidates
+at a cutoff instance, found with one incremental quantifier-free solver.
+
+The candidates are universally quantified over at most two agents (or one message). At the
+instance of ``agents`` agents (4 by default: the two agents a candidate names, the acting
+agent and one agent the home points at) every candidate is the conjunction of its instances,
+and one query asks whether some step from a state satisfying every live candidate and every
+target (the spec's invariants, no model error, no message without a transition, one message
+per kind on unordered networks) reaches a state where one of them is false. A model drops
+*every* live candidate false in its successor state: each *atom* (the literals candidates are
+made of, ``infer_atoms``) is evaluated once per instance in the model, and the candidates are
+composed from those values in Python, by the same rule (``_clause``) that builds their Z3
+formulas. The loop ends when the query is unsatisfiable: the live set is inductive at that
+size. Targets a model falsifies are reported and dropped from the goal.
+
+Inductive at one size is a heuristic for every size: the support (unsat cores of the targets'
+preservation, closed under the candidates they use) is proved again from scratch by the
+parameterised prover (``param.prove_all``), which decides the verdict. The quantifier-free
+parameterised weakening (``infer_qf``) is the other selection; this one asks 10-100x fewer,
+smaller queries.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import attrs
+import z3
+
+from coherence import ir
+from coherence.errors import NO_SPAN, SpecError
+from coherence.smt.execute import TRUE, Exec, all_of, any_of, conc, truth
+from coherence.smt.infer_atoms import receiver_kinds, sender_kinds
+from coherence.smt.infer_mine import Candidate, Templates
+from coherence.smt.state import Unsupported, num
+from coherence.smt.system import Encoder, System
+
+CHECK_RLIMIT = 2_000_000_000  # Z3 units per query (deterministic)
+ATOM = "houdini_atom_"
+
+
+@attrs.define
+class FiniteResult:
+    alive: list[int]  # the inductive subset at the cutoff (candidate indices)
+    support: list[int]  # what the targets' preservation uses, closed under its own
+    failed: list[str]  # targets some model falsifies
+    stats: dict[str, Any]
+
+
+# ---------------------------------------------------------------- atoms as Z3 terms
+
+
+class AtomTerms:
+    """The Z3 value and error condition of every atom column of the templates, per binding:
+    ``glob[c]``, ``agent[c][k]`` (agent ``k``), ``msg[T][p][c]`` (message place ``p``), each a
+    pair (value, cannot-be-evaluated); ``places[T][p]`` says whether place ``p`` holds a T."""
+
+    def __init__(self, enc: Encoder, exprs: dict[tuple[str, int], ir.Expr], tpl: Templates,
+                 state: Any) -> None:
+        self.glob: dict[int, tuple[Any, Any]] = {}
+        self.agent: dict[int, list[tuple[Any, Any]]] = {}
+        self.msg: dict[str, list[dict[int, tuple[Any, Any]]]] = {}
+        self.places: dict[str, list[Any]] = {}
+        ex = _Exec(enc, state, 0)
+        for (kind, c), e in exprs.items():
+            if kind == "g":
+                self.glob[c] = _eval(ex, e, {})
+            elif kind == "i":
+                self.agent[c] = [_eval(ex, e, {"i": num(k)}) for k in range(enc.n)]
+        for msg in enc.model.messages:
+            name = msg.name
+            places = [(present, b) for present, b in ex.messages(name)
+                      if _possible(enc, name, b[0], b[1])]
+            self.places[name] = [present for present, _b in places]
+            cols = [c for (kind, c) in exprs if kind == f"msg {name}"]
+            self.msg[name] = [
+                {c: _eval(ex, exprs[(f"msg {name}", c)], {"m": binding}) for c in cols}
+                for _present, binding in places]
+        _ = tpl
+
+
+class _Exec(Exec):
+    """``Exec`` with the message places of each type built once (atoms read them often)."""
+
+    def __init__(self, enc: Encoder, state: Any, line: int) -> None:
+        super().__init__(enc, state, line)
+        self._places: dict[str, Any] = {}
+
+    def messages(self, message: str) -> Any:
+        if message not in self._places:
+            self._places[message] = super().messages(message)
+        return self._places[message]
+
+
+def _possible(enc: Encoder, message: str, src: Any, dst: Any) -> bool:
+    """Whether a FIFO queue from ``src`` to ``dst`` can hold ``message`` (an unordered
+    slot's endpoints are terms: always)."""
+    s, d = conc(src), conc(dst)
+    if s is None or d is None:
+        return True
+    kinds = _kinds(enc)
+    return (_kind_of(enc, s) in kinds[0][message] and _kind_of(enc, d) in kinds[1][message])
+
+
+def _kinds(enc: Encoder) -> tuple[dict[str, set[ir.MachineKind]], dict[str, set[ir.MachineKind]]]:
+    got = getattr(enc, "_infer_kinds", None)
+    if got is None:
+        got = (sender_kinds(enc.model), receiver_kinds(enc.model))
+        enc._infer_kinds = got  # type: ignore[attr-defined]
+    return got
+
+
+def _kind_of(enc: Encoder, node: int) -> ir.MachineKind | None:
+    return ir.MachineKind.CACHE if 0 <= node < enc.n else (
+        ir.MachineKind.HOME if node == enc.n else None)
+
+
+def _eval(ex: Exec, e: ir.Expr, local: dict[str, Any]) -> tuple[Any, Any]:
+    ex.errs = []
+    ex.locals = dict(local)
+    v = z3.simplify(truth(ex.expr(e, TRUE)))
+    err = z3.simplify(any_of(ex.errs))
+    return v, (False if z3.is_false(err) else err)
+
+
+def atom_exprs(model: ir.Model, tpl: Templates) -> dict[tuple[str, int], ir.Expr]:
+    """Every column of every template as an expression: key ("g", column of the global
+    template), ("i", column of the agent template, free variable ``i``) or ("msg T", column of
+    T's template, free variable ``m``). Parsed once, as invariants appended to the spec."""
+    from coherence.spec.load import extend
+    lines: list[str] = []
+    keys: list[tuple[str, int]] = []
+    ng = len(tpl.slots["global"])
+    for c, (atom, _w) in enumerate(tpl.slots["global"]):
+        keys.append(("g", c))
+        lines.append(atom.literal(True))
+    for c, (atom, w) in enumerate(tpl.slots["agent"]):
+        if w == "i":
+            keys.append(("i", c - ng))
+            lines.append(f"forall i: agent :: ({atom.literal(True, 'i')})")
+    for kind, slots in tpl.slots.items():
+        if not kind.startswith("msg "):
+            continue
+        for c, (atom, w) in enumerate(slots):
+            if w == "g":
+                continue
+            x = {"m": "", "src": "m.src", "dst": "m.dst"}[w]
+            keys.append((kind, c))
+            lines.append(f"forall m: {kind[4:]} :: ({atom.literal(True, x, 'm')})")
+    text = "\n".join(f"invariant {ATOM}{k}: {t};" for k, t in enumerate(lines))
+    ext = extend(model, "\n" + text + "\n")
+    by_name = {inv.name: inv.expr for inv in ext.invariants}
+    out: dict[tuple[str, int], ir.Expr] = {}
+    for k, key in enumerate(keys):
+        e = by_name[f"{ATOM}{k}"]
+        if key[0] != "g":
+            e = e.body  # type: ignore[attr-defined]
+        out[key] = e
+    return out
+
+
+# ---------------------------------------------------------------- candidates from atoms
+
+
+def _not(a: Any) -> Any:
+    return z3.BoolRef(z3.Z3_mk_not(a.ctx_ref(), a.as_ast()), a.ctx)
+
+
+def _or(xs: list[Any]) -> Any:
+    """``z3.Or`` without the Python API's per-argument casts (millions of calls here)."""
+    if len(xs) == 1:
+        return xs[0]
+    arr = (z3.Ast * len(xs))(*[x.as_ast() for x in xs])
+    return z3.BoolRef(z3.Z3_mk_or(xs[0].ctx_ref(), len(xs), arr), xs[0].ctx)
+
+
+def _and(xs: list[Any]) -> Any:
+    if len(xs) == 1:
+        return xs[0]
+    arr = (z3.Ast * len(xs))(*[x.as_ast() for x in xs])
+    return z3.BoolRef(z3.Z3_mk_and(xs[0].ctx_ref(), len(xs), arr), xs[0].ctx)
+
+
+class Logic:
+    """The Boolean operations ``_clause`` composes with: on Z3 terms or on Python bools."""
+
+    def __init__(self, z: bool) -> None:
+        self.z = z
+
+    def neg(self, a: Any) -> Any:
+        return _not(a) if self.z else not a
+
+    def conj(self, xs: list[Any]) -> Any:
+        return (_and(xs) if xs else z3.BoolVal(True)) if self.z else all(xs)
+
+    def disj(self, xs: list[Any]) -> Any:
+        return (_or(xs) if xs else z3.BoolVal(False)) if self.z else any(xs)
+
+
+def _clause(lg: Logic, lits: Sequence[tuple[tuple[Any, Any], bool]]) -> Any:
+    """Whether the candidate's clause holds and can be evaluated, as its text is evaluated:
+    ``!l1`` for one literal, else ``l1 && ... && l(k-1) -> !lk`` with ``&&`` and ``->``
+    short-circuit (an error counts only where it is reached)."""
+    if lg.z and all(e is False for (_v, e), _p in lits):  # the common case, in one term
+        return _or([_not(v) if pos else v for (v, _e), pos in lits])
+    errs = []
+    held: list[Any] = []  # the literals so far (their values, signs applied)
+    for (v, e), pos in lits:
+        if e is not False:
+            errs.append(lg.conj([*held, e]))
+        held.append(v if pos else lg.neg(v))
+    return lg.conj([lg.neg(lg.disj(errs)), lg.neg(lg.conj(held))])
+
+
+def _columns(cand: Candidate, tpl: Templates) -> list[tuple[str, int, bool]]:
+    """The candidate's literals as (where, atom key column, positive)."""
+    slots = tpl.slots[cand.kind]
+    ng = len(tpl.slots["global"])
+    out = []
+    for c, p in cand.cols:
+        _atom, w = slots[c]
+        if w == "g":
+            out.append(("g", c, p))
+        elif cand.kind in ("agent", "pair"):
+            na = len(tpl.slots["agent"]) - ng
+            k = c - ng
+            out.append(("i" if k < na else "j", k % na, p))
+        else:
+            out.append(("m", c, p))
+    return out
+
+
+def instances(cand: Candidate, tpl: Templates, at: AtomTerms, n: int,
+              pick: Callable[[Any], Any]) -> list[tuple[Any, list[tuple[Any, bool]]]]:
+    """Per instance of the candidate: (guard, its literals as ((value, error), positive)),
+    with ``pick`` applied to every atom term (identity for Z3, model values for Python)."""
+    cols = _columns(cand, tpl)
+    if cand.kind == "global":
+        return [(True, [(pick(at.glob[c]), p) for _w, c, p in cols])]
+    if cand.kind in ("agent", "pair"):
+        binds: Iterable[tuple[int, int]] = (
+            ((x, x) for x in range(n)) if cand.kind == "agent" else
+            ((x, y) for x in range(n) for y in range(n) if x != y))
+        out = []
+        for x, y in binds:
+            out.append((True, [(pick(at.glob[c]) if w == "g" else
+                                pick(at.agent[c][x if w == "i" else y]), p)
+                               for w, c, p in cols]))
+        return out
+    name = cand.kind[4:]
+    return [(pick(present), [(pick(at.glob[c]) if w == "g" else pick(terms[c]), p)
+                             for w, c, p in cols])
+            for present, terms in zip(at.places[name], at.msg[name], strict=True)]
+
+
+def formula(cand: Candidate, tpl: Templates, at: AtomTerms, n: int) -> Any:
+    lg = Logic(True)
+    parts = []
+    for g, lits in instances(cand, tpl, at, n, lambda t: t):
+        c = _clause(lg, lits)
+        parts.append(c if g is True else _or([_not(g), c]))
+    return _and(parts) if parts else z3.BoolVal(True)
+
+
+def holds(cand: Candidate, tpl: Templates, at: AtomTerms, n: int,
+          value: Callable[[Any], bool]) -> bool:
+    lg = Logic(False)
+
+    def pick(t: Any) -> Any:
+        return tuple(value(x) for x in t) if isinstance(t, tuple) else value(t)
+    return all(not g or _clause(lg, lits) for g, lits in instances(cand, tpl, at, n, pick))
+
+
+# ---------------------------------------------------------------- targets
+
+
+def one_per_kind(enc: Encoder, state: Any) -> Any:
+    """Two messages of one type between the same pair on an unordered network: what the
+    parameterised encoding cannot represent (``param.ONE_PER_KIND``)."""
+    bad = []
+    for net_i, net in enumerate(enc.model.networks):
+        if net.ordering is not ir.Ordering.UNORDERED:
+            continue
+        slots = state.nets[net_i]
+        for a in range(len(slots)):
+            for b in range(a + 1, len(slots)):
+                x, y = slots[a], slots[b]
+                bad.append(z3.And(x.valid, y.valid, x.type == y.type, x.src == y.src,
+                                  x.dst == y.dst, x.line == y.line))
+    return any_of(bad)
+
+
+# ---------------------------------------------------------------- Houdini
+
+
+def _for_agent0(enc: Encoder, a: Any) -> bool:
+    """Whether to keep action ``a``: a cache's own steps by agent 0 only, a receipt on a FIFO
+    queue only when agent 0 sends or receives it; the home's steps and unordered slots all."""
+    if a.kind is not ir.TransitionKind.MESSAGE:
+        return a.agent is None or a.agent == 0
+    if enc.model.networks[a.net].ordering is ir.Ordering.FIFO:
+        src, dst, _line = a.where
+        return src == 0 or dst == 0
+    return True
+
+
+def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agents: int = 4,
+                   progress: Callable[[str], None] | None = None,
+                   rlimit: int = CHECK_RLIMIT) -> FiniteResult:
+    from coherence.spec.load import rebind
+    say = progress or (lambda _s: None)
+    t0 = time.perf_counter()
+    if model.lines != 1:
+        raise Unsupported("inference needs one line (--param lines=1)", NO_SPAN)
+    try:
+        inst = rebind(model, {"agents": agents})
+    except SpecError:
+        inst = rebind(model, {"agents": max(model.agents, 2)})
+    enc = Encoder(inst)
+    # the candidates are closed under permuting agents, and so is the spec (--agents any
+    # refuses literal agent ids): a step by any agent is one by agent 0 after a permutation
+    enc.actions = [a for a in enc.actions if _for_agent0(enc, a)]
+    system = System(enc, deadlock=False)
+    cur, nxt = system.cur, system.nxt
+    exprs = atom_exprs(inst, tpl)
+    at_cur = AtomTerms(enc, exprs, tpl, cur)
+    at_nxt = AtomTerms(enc, exprs, tpl, nxt)
+    n = enc.n
+    solver = z3.SolverFor("QF_BV")
+    solver.set("rlimit", rlimit)
+    solver.add(system.domain, system.assumed, system.trans)
+    targets: dict[str, tuple[Any, Any]] = {}  # name -> (bad at cur, bad at nxt)
+    for (kind, name), (bad, _extra) in system.groups.items():
+        if kind == "deadlock":
+            continue
+        targets[f"{kind}:{name}"] = (bad, system.at(bad, nxt))
+    dup = one_per_kind(enc, cur)
+    if not z3.is_false(dup):
+        targets["abstraction:one-message-per-kind"] = (dup, one_per_kind(enc, nxt))
+    tind = {t: z3.Bool(f"target_{k}") for k, t in enumerate(targets)}
+    for t, (bad_cur, _b) in targets.items():
+        solver.add(z3.Implies(tind[t], z3.Not(bad_cur)))
+    ind = [z3.Bool(f"cand_{k}") for k in range(len(cands))]
+    post: list[Any] = []
+    for k, c in enumerate(cands):
+        solver.add(z3.Implies(ind[k], formula(c, tpl, at_cur, n)))
+        post.append(formula(c, tpl, at_nxt, n))
+    t1 = time.perf_counter()
+    say(f"Houdini at {n} agents: {len(cands)} candidates encoded ({t1 - t0:.1f} s)")
+    alive = set(range(len(cands)))
+    live_t = set(targets)
+    failed: list[str] = []
+    queries = unknown = 0
+    while True:
+        act = z3.Bool(f"round_{queries}")
+        goal = [z3.Not(post[k]) for k in sorted(alive)]
+        goal += [targets[t][1] for t in sorted(live_t)]
+        solver.add(z3.Implies(act, any_of(goal)))
+        queries += 1
+        answer = solver.check(act, *[ind[k] for k in alive], *[tind[t] for t in live_t])
+        import os
+        if os.environ.get("COH_DEBUG"):
+            print("query", queries, answer, _units(solver), time.perf_counter() - t0)
+        if answer == z3.unsat:
+            break
+        if answer == z3.unknown:
+            unknown += 1
+            raise Unsupported(f"Houdini at {n} agents: Z3 answered unknown "
+                              f"({solver.reason_unknown()})", NO_SPAN)
+        value = _valuer(solver.model())
+        dropped = [k for k in alive if not holds(cands[k], tpl, at_nxt, n, value)]
+        broke = [t for t in live_t if value(targets[t][1])]
+        if not dropped and not broke:  # the composition and the formula disagree
+            dropped = [k for k in alive if not value(post[k])]
+            if not dropped:
+                raise AssertionError("Houdini: a model falsifies no goal")
+        alive.difference_update(dropped)
+        for t in broke:
+            live_t.discard(t)
+            failed.append(t)
+        if queries % 10 == 0:
+            say(f"Houdini at {n} agents: {len(alive)} candidates left after {queries} queries")
+    t2 = time.perf_counter()
+    support, selecting = _select(solver, ind, tind, alive, live_t, post, targets, cands, tpl,
+                                 at_cur, n)
+    t3 = time.perf_counter()
+    stats = {"queries": queries, "selection_queries": selecting, "unknown": unknown,
+             "agents": n,
+             "seconds": {"encode": round(t1 - t0, 3), "fixpoint": round(t2 - t1, 3),
+                         "support": round(t3 - t2, 3)}}
+    return FiniteResult(sorted(alive), support, failed, stats)
+
+
+def _select(solver: z3.Solver, ind: list[Any], tind: dict[str, Any], alive: set[int],
+            live_t: set[str], post: list[Any], targets: dict[str, tuple[Any, Any]],
+            cands: list[Candidate], tpl: Templates, at_cur: AtomTerms, n: int
+            ) -> tuple[list[int], int]:
+    """A small inductive subset of ``alive`` that proves the targets, target first: while
+    some step from a state satisfying the chosen set and the targets breaks one of them, the
+    state (which the inductive ``alive`` excludes) is ruled out by the simplest alive candidate
+    false in it. Returns the chosen candidates and the number of queries."""
+    chosen: list[int] = []
+    queries = 0
+    tgoals = [targets[t][1] for t in sorted(live_t)]
+    tassume = [tind[t] for t in live_t]
+    order = sorted(alive, key=lambda k: (cands[k].size, _KIND_RANK.get(cands[k].kind, 3), k))
+    while True:
+        act = z3.Bool(f"select_{queries}")
+        solver.add(z3.Implies(act, any_of(tgoals + [_not(post[k]) for k in chosen])))
+        queries += 1
+        answer = solver.check(act, *tassume, *[ind[k] for k in chosen])
+        if answer == z3.unsat:
+            return sorted(chosen), queries
+        if answer == z3.unknown:
+            raise Unsupported(f"Houdini at {n} agents: Z3 answered unknown "
+                              f"({solver.reason_unknown()})", NO_SPAN)
+        value = _valuer(solver.model())
+        taken = set(chosen)
+        pick = next((k for k in order if k not in taken
+                     and not holds(cands[k], tpl, at_cur, n, value)), None)
+        if pick is None:
+            raise AssertionError("Houdini: a state the inductive set excludes violates none "
+                                 "of its candidates")
+        chosen.append(pick)
+
+
+_KIND_RANK = {"global": 0, "agent": 1, "pair": 2}
+
+
+def _valuer(m: z3.ModelRef) -> Callable[[Any], bool]:
+    cache: dict[int, bool] = {}
+
+    def value(t: Any) -> bool:
+        if t is True or t is False:
+            return t
+        key = t.get_id()
+        if key not in cache:
+            cache[key] = z3.is_true(m.eval(t, model_completion=True))
+        return cache[key]
+    return value
+
+
+def _units(solver: z3.Solver) -> int:
+    st = solver.statistics()
+    return int(st.get_key_value("rlimit count")) if "rlimit count" in st.keys() else -1
