@@ -292,6 +292,63 @@ def one_per_kind(enc: Encoder, state: Any) -> Any:
     return any_of(bad)
 
 
+def unordered_keys(model: ir.Model) -> dict[str, list[tuple[int, int, int]]]:
+    """Per unordered network, every (type, source, destination) a message can have: a
+    sender of the type to a receiver of it (agents ``0..n-1``, the home ``n``)."""
+    senders, receivers = sender_kinds(model), receiver_kinds(model)
+    n = model.agents
+
+    def nodes(kinds: set[ir.MachineKind]) -> list[int]:
+        return ([*range(n)] if ir.MachineKind.CACHE in kinds else []) + (
+            [n] if ir.MachineKind.HOME in kinds else [])
+    out: dict[str, list[tuple[int, int, int]]] = {}
+    for t, msg in enumerate(model.messages):
+        net = next(x for x in model.networks if x.name == msg.network)
+        if net.ordering is not ir.Ordering.UNORDERED:
+            continue
+        out.setdefault(net.name, [])
+        out[net.name] += [(t, a, b) for a in nodes(senders[msg.name])
+                          for b in nodes(receivers[msg.name]) if a != b]
+    return out
+
+
+def keyed_slots(enc: Encoder, state: Any, keys: dict[str, list[tuple[int, int, int]]]
+                ) -> list[tuple[Any, Any]]:
+    """The substitution that fixes the pre-state's unordered slots: slot k holds key k's
+    message or nothing; the slots after the keys are empty. Every candidate and target is
+    about the multiset of messages, a step treats every slot alike (a receipt per slot, a
+    send into the first free one), and a state with two messages of one key breaks the
+    one-message-per-kind target: so no counterexample to induction is lost, and the solver
+    is spared the slots' permutations (NOTE(infer-keyed-slots))."""
+    out: list[tuple[Any, Any]] = []
+    for net_i, net in enumerate(enc.model.networks):
+        if net.name not in keys:
+            continue
+        slots = state.nets[net_i]
+        for k, x in enumerate(slots):
+            if k < len(keys[net.name]):
+                t, a, b = keys[net.name][k]
+                out += [(x.type, num(t)), (x.src, num(a)), (x.dst, num(b)), (x.line, num(0))]
+            else:
+                out.append((x.valid, z3.BoolVal(False)))
+    return out
+
+
+def _substituted(state: Any, fixed: list[tuple[Any, Any]]) -> Any:
+    if not fixed:
+        return state
+    subst = {a.get_id(): b for a, b in fixed}
+    out = state.copy()
+    for net_i, slots in enumerate(out.nets):
+        if not isinstance(slots, list):
+            continue
+        out.nets[net_i] = [attrs.evolve(x, **{f: subst.get(getattr(x, f).get_id(),
+                                                          getattr(x, f))
+                                              for f in ("valid", "type", "src", "dst", "line")})
+                           for x in slots]
+    return out
+
+
 # ---------------------------------------------------------------- Houdini
 
 
@@ -318,24 +375,36 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
         inst = rebind(model, {"agents": agents})
     except SpecError:
         inst = rebind(model, {"agents": max(model.agents, 2)})
+    keys = unordered_keys(inst)
+    # NOTE(infer-keyed-slots): the parameterised encoding keeps one message per (type,
+    # source, destination) on an unordered network and ignores its capacity; so does this
+    # instance: a slot per possible key, fixed, plus room for one step's sends (never full)
+    inst = attrs.evolve(inst, networks=tuple(
+        attrs.evolve(net, capacity=len(keys[net.name]) + inst.agents + 2)
+        if net.name in keys else net for net in inst.networks))
     enc = Encoder(inst)
     # the candidates are closed under permuting agents, and so is the spec (--agents any
     # refuses literal agent ids): a step by any agent is one by agent 0 after a permutation
     enc.actions = [a for a in enc.actions if _for_agent0(enc, a)]
     system = System(enc, deadlock=False)
     cur, nxt = system.cur, system.nxt
+    fixed = keyed_slots(enc, cur, keys)
+
+    def pre(f: Any) -> Any:
+        return z3.substitute(f, *fixed) if fixed else f
+    cur = _substituted(cur, fixed)
     exprs = atom_exprs(inst, tpl)
     at_cur = AtomTerms(enc, exprs, tpl, cur)
     at_nxt = AtomTerms(enc, exprs, tpl, nxt)
     n = enc.n
     solver = z3.SolverFor("QF_BV")
     solver.set("rlimit", rlimit)
-    solver.add(system.domain, system.assumed, system.trans)
+    solver.add(pre(system.domain), pre(system.assumed), pre(system.trans))
     targets: dict[str, tuple[Any, Any]] = {}  # name -> (bad at cur, bad at nxt)
     for (kind, name), (bad, _extra) in system.groups.items():
         if kind == "deadlock":
             continue
-        targets[f"{kind}:{name}"] = (bad, system.at(bad, nxt))
+        targets[f"{kind}:{name}"] = (pre(bad), system.at(bad, nxt))
     dup = one_per_kind(enc, cur)
     if not z3.is_false(dup):
         targets["abstraction:one-message-per-kind"] = (dup, one_per_kind(enc, nxt))
