@@ -82,8 +82,12 @@ def infer(model: ir.Model, options: InferOptions | None = None,
     if opts.houdini == "qf":
         h = houdini_qf(model, cands, progress=say, rlimit=opts.rlimit)
     else:
-        h = houdini_finite(model, cands, templates, opts.cutoff, progress=say,
-                           rlimit=opts.rlimit)
+        try:
+            h = houdini_finite(model, cands, templates, opts.cutoff, progress=say,
+                               rlimit=opts.rlimit)
+        except Unsupported as e:  # out of units: no inferred line, the proof says the rest
+            from coherence.smt.infer_finite import FiniteResult
+            h = FiniteResult([], [], [e.message], {"queries": 0, "unknown": 1})
     t2 = time.perf_counter()
     taken = {inv.name for inv in model.invariants}
     names = _names(taken, len(h.support))

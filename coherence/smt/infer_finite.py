@@ -429,9 +429,6 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
         solver.add(z3.Implies(act, any_of(goal)))
         queries += 1
         answer = solver.check(act, *[ind[k] for k in alive], *[tind[t] for t in live_t])
-        import os
-        if os.environ.get("COH_DEBUG"):
-            print("query", queries, answer, _units(solver), time.perf_counter() - t0)
         if answer == z3.unsat:
             break
         if answer == z3.unknown:
