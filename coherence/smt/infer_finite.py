@@ -31,7 +31,7 @@ import z3
 
 from coherence import ir
 from coherence.errors import NO_SPAN, SpecError
-from coherence.smt.execute import TRUE, Exec, all_of, any_of, conc, truth
+from coherence.smt.execute import TRUE, Exec, any_of, conc, truth
 from coherence.smt.infer_atoms import receiver_kinds, sender_kinds
 from coherence.smt.infer_mine import Candidate, Templates
 from coherence.smt.state import Unsupported, num
@@ -507,7 +507,3 @@ def _valuer(m: z3.ModelRef) -> Callable[[Any], bool]:
         return cache[key]
     return value
 
-
-def _units(solver: z3.Solver) -> int:
-    st = solver.statistics()
-    return int(st.get_key_value("rlimit count")) if "rlimit count" in st.keys() else -1
