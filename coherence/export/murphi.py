@@ -23,6 +23,7 @@ raises a located :class:`ExportError`.
 
 from __future__ import annotations
 
+import abc
 from typing import assert_never
 
 import attrs
@@ -72,15 +73,16 @@ def _ind(lines: list[str], n: int = 1) -> list[str]:
     return ["  " * n + x for x in lines]
 
 
-class MurphiNames:
+class MurphiNames(abc.ABC):
     """What both Murphi exporters (flat, and hierarchical in murphi_hier) name and declare alike:
     enum and state constants, networks, and the type declarations of enums, control states and
     network messages. A subclass has ``m`` (the model) and ``type`` (a type's Murphi text)."""
 
     m: ir.Model
 
+    @abc.abstractmethod
     def type(self, t: ir.Type) -> str:
-        raise NotImplementedError
+        """A type's Murphi text (the exporters declare types differently)."""
 
     def net(self, name: str) -> ir.Network:
         return self.m.network(name)

@@ -34,6 +34,7 @@ from coherence.errors import NO_SPAN, SpecError
 from coherence.smt.execute import TRUE, Exec, any_of, conc, truth
 from coherence.smt.infer_atoms import receiver_kinds, sender_kinds
 from coherence.smt.infer_mine import Candidate, Templates
+from coherence.smt.param import ONE_PER_KIND
 from coherence.smt.state import Unsupported, num
 from coherence.smt.system import Encoder, System
 
@@ -57,13 +58,13 @@ class AtomTerms:
     ``glob[c]``, ``agent[c][k]`` (agent ``k``), ``msg[T][p][c]`` (message place ``p``), each a
     pair (value, cannot-be-evaluated); ``places[T][p]`` says whether place ``p`` holds a T."""
 
-    def __init__(self, enc: Encoder, exprs: dict[tuple[str, int], ir.Expr], tpl: Templates,
-                 state: Any) -> None:
+    def __init__(self, enc: Encoder, exprs: dict[tuple[str, int], ir.Expr], state: Any) -> None:
         self.glob: dict[int, tuple[Any, Any]] = {}
         self.agent: dict[int, list[tuple[Any, Any]]] = {}
         self.msg: dict[str, list[dict[int, tuple[Any, Any]]]] = {}
         self.places: dict[str, list[Any]] = {}
         ex = _Exec(enc, state, 0)
+        possible = _possible_keys(enc.model)
         for (kind, c), e in exprs.items():
             if kind == "g":
                 self.glob[c] = _eval(ex, e, {})
@@ -72,13 +73,12 @@ class AtomTerms:
         for msg in enc.model.messages:
             name = msg.name
             places = [(present, b) for present, b in ex.messages(name)
-                      if _possible(enc, name, b[0], b[1])]
+                      if _possible(possible, name, b[0], b[1])]
             self.places[name] = [present for present, _b in places]
             cols = [c for (kind, c) in exprs if kind == f"msg {name}"]
             self.msg[name] = [
                 {c: _eval(ex, exprs[(f"msg {name}", c)], {"m": binding}) for c in cols}
                 for _present, binding in places]
-        _ = tpl
 
 
 class _Exec(Exec):
@@ -94,27 +94,26 @@ class _Exec(Exec):
         return self._places[message]
 
 
-def _possible(enc: Encoder, message: str, src: Any, dst: Any) -> bool:
+def _possible(keys: set[tuple[str, int, int]], message: str, src: Any, dst: Any) -> bool:
     """Whether a FIFO queue from ``src`` to ``dst`` can hold ``message`` (an unordered
     slot's endpoints are terms: always)."""
     s, d = conc(src), conc(dst)
     if s is None or d is None:
         return True
-    kinds = _kinds(enc)
-    return (_kind_of(enc, s) in kinds[0][message] and _kind_of(enc, d) in kinds[1][message])
+    return (message, s, d) in keys
 
 
-def _kinds(enc: Encoder) -> tuple[dict[str, set[ir.MachineKind]], dict[str, set[ir.MachineKind]]]:
-    got = getattr(enc, "_infer_kinds", None)
-    if got is None:
-        got = (sender_kinds(enc.model), receiver_kinds(enc.model))
-        enc._infer_kinds = got  # type: ignore[attr-defined]
-    return got
+def _possible_keys(model: ir.Model) -> set[tuple[str, int, int]]:
+    """(message, source, destination) of every message a sender can address to a receiver
+    of it: agents ``0..n-1``, the home ``n``."""
+    senders, receivers = sender_kinds(model), receiver_kinds(model)
+    n = model.agents
 
-
-def _kind_of(enc: Encoder, node: int) -> ir.MachineKind | None:
-    return ir.MachineKind.CACHE if 0 <= node < enc.n else (
-        ir.MachineKind.HOME if node == enc.n else None)
+    def nodes(kinds: set[ir.MachineKind]) -> list[int]:
+        return ([*range(n)] if ir.MachineKind.CACHE in kinds else []) + (
+            [n] if ir.MachineKind.HOME in kinds else [])
+    return {(msg.name, a, b) for msg in model.messages for a in nodes(senders[msg.name])
+            for b in nodes(receivers[msg.name]) if a != b}
 
 
 def _eval(ex: Exec, e: ir.Expr, local: dict[str, Any]) -> tuple[Any, Any]:
@@ -293,22 +292,15 @@ def one_per_kind(enc: Encoder, state: Any) -> Any:
 
 
 def unordered_keys(model: ir.Model) -> dict[str, list[tuple[int, int, int]]]:
-    """Per unordered network, every (type, source, destination) a message can have: a
-    sender of the type to a receiver of it (agents ``0..n-1``, the home ``n``)."""
-    senders, receivers = sender_kinds(model), receiver_kinds(model)
-    n = model.agents
-
-    def nodes(kinds: set[ir.MachineKind]) -> list[int]:
-        return ([*range(n)] if ir.MachineKind.CACHE in kinds else []) + (
-            [n] if ir.MachineKind.HOME in kinds else [])
+    """Per unordered network, every (type, source, destination) a message can have
+    (``_possible_keys``), in one order."""
+    possible = _possible_keys(model)
     out: dict[str, list[tuple[int, int, int]]] = {}
     for t, msg in enumerate(model.messages):
-        net = next(x for x in model.networks if x.name == msg.network)
-        if net.ordering is not ir.Ordering.UNORDERED:
-            continue
-        out.setdefault(net.name, [])
-        out[net.name] += [(t, a, b) for a in nodes(senders[msg.name])
-                          for b in nodes(receivers[msg.name]) if a != b]
+        net = model.network(msg.network)
+        if net.ordering is ir.Ordering.UNORDERED:
+            out.setdefault(net.name, []).extend(
+                sorted((t, a, b) for name, a, b in possible if name == msg.name))
     return out
 
 
@@ -394,8 +386,8 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
         return z3.substitute(f, *fixed) if fixed else f
     cur = _substituted(cur, fixed)
     exprs = atom_exprs(inst, tpl)
-    at_cur = AtomTerms(enc, exprs, tpl, cur)
-    at_nxt = AtomTerms(enc, exprs, tpl, nxt)
+    at_cur = AtomTerms(enc, exprs, cur)
+    at_nxt = AtomTerms(enc, exprs, nxt)
     n = enc.n
     solver = z3.SolverFor("QF_BV")
     solver.set("rlimit", rlimit)
@@ -407,7 +399,7 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
         targets[f"{kind}:{name}"] = (pre(bad), system.at(bad, nxt))
     dup = one_per_kind(enc, cur)
     if not z3.is_false(dup):
-        targets["abstraction:one-message-per-kind"] = (dup, one_per_kind(enc, nxt))
+        targets[ONE_PER_KIND] = (dup, one_per_kind(enc, nxt))
     tind = {t: z3.Bool(f"target_{k}") for k, t in enumerate(targets)}
     for t, (bad_cur, _b) in targets.items():
         solver.add(z3.Implies(tind[t], z3.Not(bad_cur)))

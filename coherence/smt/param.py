@@ -143,6 +143,17 @@ class ParamEncoder(ModelTables):
         if self.cache is not None:
             cv = [z3.Array(f"{prefix}|C.state", NODE, BV)]
             cv += [z3.Array(f"{prefix}|C.{v.name}", NODE, _sort(v.type)) for v in self.cache.vars]
+        nets = self.fresh_nets(prefix)
+        return PState(g, h, cv, nets)
+
+    def field_sort(self, f: ir.Field) -> Any:
+        """The Z3 sort of a message field on an unordered network."""
+        return BV
+
+    def fresh_nets(self, prefix: str) -> list[Any]:
+        """Fresh contents of every network: per unordered network a ``UNet``, per FIFO network
+        (count, types, fields) arrays over (src, dst)."""
+        m = self.model
         nets: list[Any] = []
         for net in m.networks:
             if net.ordering is ir.Ordering.UNORDERED:
@@ -150,8 +161,9 @@ class ParamEncoder(ModelTables):
                 nets.append(UNet(
                     {t: z3.Array(f"{prefix}|{net.name}.{x.name}", NODE, NODE, z3.BoolSort())
                      for t, x in tys},
-                    {t: [z3.Array(f"{prefix}|{net.name}.{x.name}.{f.name}", NODE, NODE, BV)
-                         for f in x.fields] for t, x in tys}))
+                    {t: [z3.Array(f"{prefix}|{net.name}.{x.name}.{f.name}", NODE, NODE,
+                                  self.field_sort(f)) for f in x.fields]
+                     for t, x in tys}))
                 continue
             cap = net.capacity
             nets.append((z3.Array(f"{prefix}|{net.name}.count", NODE, NODE, BV),
@@ -159,7 +171,7 @@ class ParamEncoder(ModelTables):
                           for k in range(cap)],
                          [[z3.Array(f"{prefix}|{net.name}.f{k}.{j}", NODE, NODE, BV)
                            for j in range(self.max_fields)] for k in range(cap)]))
-        return PState(g, h, cv, nets)
+        return nets
 
     def init_formula(self, s: PState) -> Any:
         m = self.model

@@ -276,20 +276,24 @@ def _action(inst: ir.Model, enc: Any, query: Any, c: _Concrete, pre: State) -> A
     index = machine.transitions.index(tr)
     msg, net_i = None, -1
     if tr.kind is ir.TransitionKind.MESSAGE:
-        net_i = enc.net_index[inst.message(tr.name).network]
-        src = c.node(consts["src"])
         dst = c.n if agent is None else agent
-        if inst.networks[net_i].ordering is ir.Ordering.UNORDERED:
-            t = enc.msg_index[tr.name]
-            found = [x for x in pre[1][net_i] if x[1:4] == (src, dst, t)]
-            if not found:
-                raise TraceReplayError("Z3's counterexample to induction receives a message "
-                                       "that is not there")
-            msg = found[0]
-        else:
-            queue = dict(pre[1][net_i]).get((src, dst, 0), ())
-            if not queue:
-                raise TraceReplayError("Z3's counterexample to induction receives from an "
-                                       "empty queue")
-            msg = (0, src, dst, queue[0][0], queue[0][1])
+        msg, net_i = received(inst, enc, tr, pre, c.node(consts["src"]), dst)
     return Action(tr.kind, machine.name, agent, 0, index, params, net_i, msg)
+
+
+def received(inst: ir.Model, enc: Any, tr: ir.Transition, pre: State, src: int, dst: int
+             ) -> tuple[Any, int]:
+    """The message a receipt of ``tr`` takes from ``src`` to ``dst`` in the concrete
+    pre-state, and its network (flat and hierarchical counterexamples to induction alike)."""
+    net_i = enc.net_index[inst.message(tr.name).network]
+    if inst.networks[net_i].ordering is ir.Ordering.UNORDERED:
+        t = enc.msg_index[tr.name]
+        found = [x for x in pre[1][net_i] if x[1:4] == (src, dst, t)]
+        if not found:
+            raise TraceReplayError("Z3's counterexample to induction receives a message "
+                                   "that is not there")
+        return found[0], net_i
+    queue = dict(pre[1][net_i]).get((src, dst, 0), ())
+    if not queue:
+        raise TraceReplayError("Z3's counterexample to induction receives from an empty queue")
+    return (0, src, dst, queue[0][0], queue[0][1]), net_i

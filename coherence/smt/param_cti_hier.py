@@ -171,19 +171,6 @@ def _action(inst: ir.Model, enc: Any, query: Any, c: _Nodes, pre: State) -> Acti
     index = machine.transitions.index(tr)
     msg, net_i = None, -1
     if tr.kind is ir.TransitionKind.MESSAGE:
-        net_i = enc.net_index[inst.message(tr.name).network]
-        src = c.node(consts["src"])
-        if inst.networks[net_i].ordering is ir.Ordering.UNORDERED:
-            t = enc.msg_index[tr.name]
-            found = [x for x in pre[1][net_i] if x[1:4] == (src, agent, t)]
-            if not found:
-                raise TraceReplayError("Z3's counterexample to induction receives a message "
-                                       "that is not there")
-            msg = found[0]
-        else:
-            queue = dict(pre[1][net_i]).get((src, agent, 0), ())
-            if not queue:
-                raise TraceReplayError("Z3's counterexample to induction receives from an "
-                                       "empty queue")
-            msg = (0, src, agent, queue[0][0], queue[0][1])
+        from coherence.smt.param_cti import received
+        msg, net_i = received(inst, enc, tr, pre, c.node(consts["src"]), agent)
     return Action(tr.kind, machine.name, agent, 0, index, params, net_i, msg)

@@ -279,6 +279,9 @@ class HierEncoder(ParamEncoder):
 
     # ------------------------------------------------------------ the state
 
+    def field_sort(self, f: ir.Field) -> Any:
+        return self.sort(f.type, f.span)
+
     def fresh(self, prefix: str) -> PState:
         m = self.model
         g = [self.leaf(f"{prefix}|{v.name}", v.type, v.span) for v in m.globals]
@@ -293,23 +296,7 @@ class HierEncoder(ParamEncoder):
             rows.append([ivar(f"{prefix}|{name}.state"),
                          *(self.leaf(f"{prefix}|{name}.{v.name}", v.type, v.span)
                            for v in machine.vars)])
-        nets: list[Any] = []
-        for net in m.networks:
-            if net.ordering is ir.Ordering.UNORDERED:
-                tys = [(self.msg_index[x.name], x) for x in m.messages if x.network == net.name]
-                nets.append(UNet(
-                    {t: z3.Array(f"{prefix}|{net.name}.{x.name}", NODE, NODE, z3.BoolSort())
-                     for t, x in tys},
-                    {t: [z3.Array(f"{prefix}|{net.name}.{x.name}.{f.name}", NODE, NODE,
-                                  self.sort(f.type, f.span)) for f in x.fields]
-                     for t, x in tys}))
-                continue
-            cap = net.capacity
-            nets.append((z3.Array(f"{prefix}|{net.name}.count", NODE, NODE, BV),
-                         [z3.Array(f"{prefix}|{net.name}.type{k}", NODE, NODE, BV)
-                          for k in range(cap)],
-                         [[z3.Array(f"{prefix}|{net.name}.f{k}.{j}", NODE, NODE, BV)
-                           for j in range(self.max_fields)] for k in range(cap)]))
+        nets = self.fresh_nets(prefix)
         return PState(g, [], cv, nets, rows)
 
     def initial(self, v: ir.Var) -> Any:
