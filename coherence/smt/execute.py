@@ -103,6 +103,7 @@ class Exec:
         self.locals: dict[str, Any] = {}
         self.path: list[Any] = []
         self.errs: list[Any] = []
+        self.sent_twice: list[Any] = []  # NOTE(infer-keyed-slots)
         self.blocks: list[Any] = []
         self.pc: Any = TRUE
         self.goto: Any = num(-1)
@@ -553,6 +554,9 @@ class Exec:
         if net.ordering is ir.Ordering.BUS:
             self.deliver_now(t, fields, src, dst, span)
             return
+        if net.ordering is ir.Ordering.UNORDERED and net_i in self.enc.keyed:
+            self.deliver_keyed(net_i, t, fields, src, dst)
+            return
         if net.ordering is ir.Ordering.UNORDERED:
             slots: list[Slot] = self.nets[net_i]
             full = all_of([s.valid for s in slots])
@@ -584,6 +588,24 @@ class Exec:
                 q.types[j] = ite(here, num(t), q.types[j])
                 q.fields[j] = [ite(here, f, g) for f, g in zip(fields, q.fields[j], strict=True)]
             q.count = z3.If(all_of([cd, q.count < net.capacity]), q.count + 1, q.count)
+
+    def deliver_keyed(self, net_i: int, t: int, fields: list[Any], src: int, dst: Any) -> None:
+        """Into the slot of (t, src, dst) (NOTE(infer-keyed-slots)): a message already there
+        is recorded (``sent_twice``: the parameterised encoding's one-message-per-kind
+        obligation, not a model error), a destination with no slot is a model error."""
+        slots: list[Slot] = self.nets[net_i]
+        k = conc(dst)
+        hit = []
+        for (tt, a, d), idx in self.enc.keyed[net_i].items():
+            if tt != t or a != src or (k is not None and k != d):
+                continue
+            here = self.pc if k is not None else all_of([self.pc, dst == d])
+            hit.append(here)
+            s = slots[idx]
+            self.sent_twice.append(all_of([here, s.valid]))
+            s.valid = z3.Or(s.valid, here)
+            s.fields = [ite(here, f, g) for f, g in zip(fields, s.fields, strict=True)]
+        self.error(self.pc, z3.Not(any_of(hit)))
 
     def field_ranges(self, t: int, fields: list[Any]) -> None:
         """``Semantics.deliver``: a field value outside its type's range is a model error."""

@@ -25,6 +25,7 @@ from coherence.smt.state import Unsupported
 
 if TYPE_CHECKING:
     from coherence.smt.infer_finite import FiniteResult
+    from coherence.smt.infer_mine import Candidate, Templates
     from coherence.smt.infer_qf import QFResult
 
 
@@ -36,8 +37,10 @@ class InferOptions:
     literals: dict[str, int] = attrs.Factory(
         lambda: {"global": 2, "agent": 4, "pair": 3, "msg": 3})
     rlimit: int = 2_000_000_000  # per Houdini query (quantifier-free: deterministic units)
-    houdini: str = "finite"  # "finite" (infer_finite, at ``cutoff`` agents) or "qf"
-    cutoff: int = 4  # agents of the finite Houdini's instance
+    houdini: str = "finite"  # "finite" (infer_finite, at each of ``cutoffs``) or "qf"
+    # agents of the finite Houdini's instances, smallest first: each size starts from what the
+    # one before kept (cheap queries drop most candidates), the last selects the support
+    cutoffs: tuple[int, ...] = (3, 4)
     timeout: float | None = None  # the final proof's (prove --timeout)
     final_rlimit: int | None = None  # the final proof's (prove --rlimit)
 
@@ -58,7 +61,6 @@ def infer(model: ir.Model, options: InferOptions | None = None,
           progress: Callable[[str], None] | None = None) -> InferResult:
     """Mine, select and prove (see the module docstring). Raises ``Unsupported`` (exit 2) for a
     spec outside the fragment of ``--agents any``, before any exploration."""
-    from coherence.smt.infer_finite import houdini_finite
     from coherence.smt.infer_mine import mine
     from coherence.smt.infer_qf import houdini_qf
     from coherence.smt.param import ParamEncoder
@@ -83,8 +85,7 @@ def infer(model: ir.Model, options: InferOptions | None = None,
         h = houdini_qf(model, cands, progress=say, rlimit=opts.rlimit)
     else:
         try:
-            h = houdini_finite(model, cands, templates, opts.cutoff, progress=say,
-                               rlimit=opts.rlimit)
+            h = _cascade(model, cands, templates, opts, say)
         except Unsupported as e:  # out of units: no inferred line, the proof says the rest
             from coherence.smt.infer_finite import FiniteResult
             h = FiniteResult([], [], [e.message], {"queries": 0, "unknown": 1})
@@ -118,6 +119,32 @@ def infer(model: ir.Model, options: InferOptions | None = None,
                     "total": round(t3 - t0, 3)},
     }
     return InferResult(proof, lines, stats, missing, proved_model)
+
+
+def _cascade(model: ir.Model, cands: list[Candidate], templates: Templates,
+             opts: InferOptions, say: Callable[[str], None]) -> FiniteResult:
+    """Finite Houdini at each cutoff in turn, each on what the one before kept: a candidate
+    not preserved at 3 agents is rarely preserved at 4, and the queries at 3 are far cheaper;
+    the last size's result (indices into ``cands``) decides. Stats per size under "sizes"."""
+    from coherence.smt.infer_finite import FiniteResult, houdini_finite
+    keep = list(range(len(cands)))
+    per_size: list[dict[str, Any]] = []
+    h: FiniteResult | None = None
+    failed: list[str] = []
+    for k, n in enumerate(opts.cutoffs):
+        last = k == len(opts.cutoffs) - 1
+        h = houdini_finite(model, [cands[i] for i in keep], templates, n, progress=say,
+                           rlimit=opts.rlimit, select=last)
+        per_size.append({"candidates": len(keep), "alive": len(h.alive), **h.stats})
+        failed += [f for f in h.failed if f not in failed]
+        h = FiniteResult([keep[i] for i in h.alive], [keep[i] for i in h.support], failed,
+                         h.stats)
+        keep = h.alive
+    assert h is not None, "InferOptions.cutoffs is empty"
+    stats = {"queries": sum(s["queries"] for s in per_size),
+             "selection_queries": sum(s["selection_queries"] for s in per_size),
+             "unknown": sum(s["unknown"] for s in per_size), "sizes": per_size}
+    return FiniteResult(h.alive, h.support, failed, stats)
 
 
 def _names(taken: set[str], n: int) -> list[str]:

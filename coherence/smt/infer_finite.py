@@ -72,8 +72,9 @@ class AtomTerms:
                 self.agent[c] = [_eval(ex, e, {"i": num(k)}) for k in range(enc.n)]
         for msg in enc.model.messages:
             name = msg.name
-            places = [(present, b) for present, b in ex.messages(name)
-                      if _possible(possible, name, b[0], b[1])]
+            places = [(present, b) for present, b in
+                      ((z3.simplify(present), b) for present, b in ex.messages(name))
+                      if not z3.is_false(present) and _possible(possible, name, b[0], b[1])]
             self.places[name] = [present for present, _b in places]
             cols = [c for (kind, c) in exprs if kind == f"msg {name}"]
             self.msg[name] = [
@@ -275,22 +276,6 @@ def holds(cand: Candidate, tpl: Templates, at: AtomTerms, n: int,
 # ---------------------------------------------------------------- targets
 
 
-def one_per_kind(enc: Encoder, state: Any) -> Any:
-    """Two messages of one type between the same pair on an unordered network: what the
-    parameterised encoding cannot represent (``param.ONE_PER_KIND``)."""
-    bad = []
-    for net_i, net in enumerate(enc.model.networks):
-        if net.ordering is not ir.Ordering.UNORDERED:
-            continue
-        slots = state.nets[net_i]
-        for a in range(len(slots)):
-            for b in range(a + 1, len(slots)):
-                x, y = slots[a], slots[b]
-                bad.append(z3.And(x.valid, y.valid, x.type == y.type, x.src == y.src,
-                                  x.dst == y.dst, x.line == y.line))
-    return any_of(bad)
-
-
 def unordered_keys(model: ir.Model) -> dict[str, list[tuple[int, int, int]]]:
     """Per unordered network, every (type, source, destination) a message can have
     (``_possible_keys``), in one order."""
@@ -306,23 +291,14 @@ def unordered_keys(model: ir.Model) -> dict[str, list[tuple[int, int, int]]]:
 
 def keyed_slots(enc: Encoder, state: Any, keys: dict[str, list[tuple[int, int, int]]]
                 ) -> list[tuple[Any, Any]]:
-    """The substitution that fixes the pre-state's unordered slots: slot k holds key k's
-    message or nothing; the slots after the keys are empty. Every candidate and target is
-    about the multiset of messages, a step treats every slot alike (a receipt per slot, a
-    send into the first free one), and a state with two messages of one key breaks the
-    one-message-per-kind target: so no counterexample to induction is lost, and the solver
-    is spared the slots' permutations (NOTE(infer-keyed-slots))."""
+    """The substitution that fixes a state's keyed slots (NOTE(infer-keyed-slots)): slot k
+    has key k's type, source and destination."""
     out: list[tuple[Any, Any]] = []
     for net_i, net in enumerate(enc.model.networks):
         if net.name not in keys:
             continue
-        slots = state.nets[net_i]
-        for k, x in enumerate(slots):
-            if k < len(keys[net.name]):
-                t, a, b = keys[net.name][k]
-                out += [(x.type, num(t)), (x.src, num(a)), (x.dst, num(b)), (x.line, num(0))]
-            else:
-                out.append((x.valid, z3.BoolVal(False)))
+        for x, (t, a, b) in zip(state.nets[net_i], keys[net.name], strict=True):
+            out += [(x.type, num(t)), (x.src, num(a)), (x.dst, num(b)), (x.line, num(0))]
     return out
 
 
@@ -344,20 +320,28 @@ def _substituted(state: Any, fixed: list[tuple[Any, Any]]) -> Any:
 # ---------------------------------------------------------------- Houdini
 
 
-def _for_agent0(enc: Encoder, a: Any) -> bool:
-    """Whether to keep action ``a``: a cache's own steps by agent 0 only, a receipt on a FIFO
-    queue only when agent 0 sends or receives it; the home's steps and unordered slots all."""
+def _for_agent0(enc: Encoder, a: Any, keys: dict[str, list[tuple[int, int, int]]]) -> bool:
+    """Whether to keep action ``a``: a cache's own steps by agent 0 only, a receipt only when
+    agent 0 sends or receives it (on a keyed slot: of the slot's type, by its destination);
+    the home's own steps all."""
     if a.kind is not ir.TransitionKind.MESSAGE:
         return a.agent is None or a.agent == 0
-    if enc.model.networks[a.net].ordering is ir.Ordering.FIFO:
+    net = enc.model.networks[a.net]
+    if net.ordering is ir.Ordering.FIFO:
         src, dst, _line = a.where
         return src == 0 or dst == 0
-    return True
+    t, src, dst = keys[net.name][a.where]
+    message = enc.model.machine(a.machine).transitions[a.transition].name
+    receiver = enc.n if a.agent is None else a.agent
+    return enc.msg_index[message] == t and receiver == dst and (src == 0 or dst == 0)
 
 
 def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agents: int = 4,
                    progress: Callable[[str], None] | None = None,
-                   rlimit: int = CHECK_RLIMIT) -> FiniteResult:
+                   rlimit: int = CHECK_RLIMIT, select: bool = True) -> FiniteResult:
+    """With ``select``: a small set of candidates that, with the targets, is inductive at
+    ``agents`` agents (``_Lazy``; ``alive`` is what no counterexample dropped). Without: the
+    inductive subset of ``cands`` at that size (eager Houdini; no support)."""
     from coherence.spec.load import rebind
     say = progress or (lambda _s: None)
     t0 = time.perf_counter()
@@ -370,21 +354,25 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
     keys = unordered_keys(inst)
     # NOTE(infer-keyed-slots): the parameterised encoding keeps one message per (type,
     # source, destination) on an unordered network and ignores its capacity; so does this
-    # instance: a slot per possible key, fixed, plus room for one step's sends (never full)
+    # instance: one slot per possible key, its type and endpoints fixed, where a send of that
+    # key goes (a second one is a model error). A receipt is then one action per slot, by the
+    # slot's destination, and the solver never permutes slots.
     inst = attrs.evolve(inst, networks=tuple(
-        attrs.evolve(net, capacity=len(keys[net.name]) + inst.agents + 2)
+        attrs.evolve(net, capacity=max(1, len(keys[net.name])))
         if net.name in keys else net for net in inst.networks))
     enc = Encoder(inst)
+    enc.keyed = {i: {key: k for k, key in enumerate(keys[net.name])}
+                 for i, net in enumerate(inst.networks) if net.name in keys}
     # the candidates are closed under permuting agents, and so is the spec (--agents any
     # refuses literal agent ids): a step by any agent is one by agent 0 after a permutation
-    enc.actions = [a for a in enc.actions if _for_agent0(enc, a)]
+    enc.actions = [a for a in enc.actions if _for_agent0(enc, a, keys)]
     system = System(enc, deadlock=False)
-    cur, nxt = system.cur, system.nxt
-    fixed = keyed_slots(enc, cur, keys)
+    fixed = keyed_slots(enc, system.cur, keys) + keyed_slots(enc, system.nxt, keys)
 
     def pre(f: Any) -> Any:
         return z3.substitute(f, *fixed) if fixed else f
-    cur = _substituted(cur, fixed)
+    cur = _substituted(system.cur, fixed)
+    nxt = _substituted(system.nxt, fixed)
     exprs = atom_exprs(inst, tpl)
     at_cur = AtomTerms(enc, exprs, cur)
     at_nxt = AtomTerms(enc, exprs, nxt)
@@ -396,92 +384,106 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
     for (kind, name), (bad, _extra) in system.groups.items():
         if kind == "deadlock":
             continue
-        targets[f"{kind}:{name}"] = (pre(bad), system.at(bad, nxt))
-    dup = one_per_kind(enc, cur)
-    if not z3.is_false(dup):
-        targets[ONE_PER_KIND] = (dup, one_per_kind(enc, nxt))
+        targets[f"{kind}:{name}"] = (pre(bad), pre(system.at(bad, system.nxt)))
+    # the parameterised encoding's one message per kind: the step taken sent a message of a
+    # key whose slot was full (a keyed pre-state never holds two)
+    twice = any_of([z3.And(system.sel == i, r.sent_twice)
+                    for i, r in enumerate(system.results) if not z3.is_false(r.sent_twice)])
+    if not z3.is_false(twice):
+        targets[ONE_PER_KIND] = (z3.BoolVal(False), pre(twice))
     tind = {t: z3.Bool(f"target_{k}") for k, t in enumerate(targets)}
     for t, (bad_cur, _b) in targets.items():
         solver.add(z3.Implies(tind[t], z3.Not(bad_cur)))
-    ind = [z3.Bool(f"cand_{k}") for k in range(len(cands))]
-    post: list[Any] = []
-    for k, c in enumerate(cands):
-        solver.add(z3.Implies(ind[k], formula(c, tpl, at_cur, n)))
-        post.append(formula(c, tpl, at_nxt, n))
     t1 = time.perf_counter()
-    say(f"Houdini at {n} agents: {len(cands)} candidates encoded ({t1 - t0:.1f} s)")
-    alive = set(range(len(cands)))
-    live_t = set(targets)
-    failed: list[str] = []
-    queries = unknown = 0
-    while True:
-        act = z3.Bool(f"round_{queries}")
-        goal = [z3.Not(post[k]) for k in sorted(alive)]
-        goal += [targets[t][1] for t in sorted(live_t)]
-        solver.add(z3.Implies(act, any_of(goal)))
-        queries += 1
-        answer = solver.check(act, *[ind[k] for k in alive], *[tind[t] for t in live_t])
-        if answer == z3.unsat:
-            break
-        if answer == z3.unknown:
-            unknown += 1
-            raise Unsupported(f"Houdini at {n} agents: Z3 answered unknown "
-                              f"({solver.reason_unknown()})", NO_SPAN)
-        value = _valuer(solver.model())
-        dropped = [k for k in alive if not holds(cands[k], tpl, at_nxt, n, value)]
-        broke = [t for t in live_t if value(targets[t][1])]
-        if not dropped and not broke:  # the composition and the formula disagree
-            dropped = [k for k in alive if not value(post[k])]
-            if not dropped:
-                raise AssertionError("Houdini: a model falsifies no goal")
-        alive.difference_update(dropped)
-        for t in broke:
-            live_t.discard(t)
-            failed.append(t)
-        if queries % 10 == 0:
-            say(f"Houdini at {n} agents: {len(alive)} candidates left after {queries} queries")
+    say(f"Houdini at {n} agents: {len(cands)} candidates, atoms encoded ({t1 - t0:.1f} s)")
+    run = _Lazy(solver, cands, tpl, at_cur, at_nxt, n, targets, tind)
+    chosen, alive, failed = run.solve(eager=not select, say=say)
     t2 = time.perf_counter()
-    support, selecting = _select(solver, ind, tind, alive, live_t, post, targets, cands, tpl,
-                                 at_cur, n)
-    t3 = time.perf_counter()
-    stats = {"queries": queries, "selection_queries": selecting, "unknown": unknown,
-             "agents": n,
+    stats = {"queries": run.queries, "selection_queries": run.picks, "unknown": 0,
+             "dropped": len(cands) - len(alive), "agents": n,
              "seconds": {"encode": round(t1 - t0, 3), "fixpoint": round(t2 - t1, 3),
-                         "support": round(t3 - t2, 3)}}
-    return FiniteResult(sorted(alive), support, failed, stats)
+                         "support": 0.0}}
+    return FiniteResult(sorted(alive), sorted(chosen) if select else [], failed, stats)
 
 
-def _select(solver: z3.Solver, ind: list[Any], tind: dict[str, Any], alive: set[int],
-            live_t: set[str], post: list[Any], targets: dict[str, tuple[Any, Any]],
-            cands: list[Candidate], tpl: Templates, at_cur: AtomTerms, n: int
-            ) -> tuple[list[int], int]:
-    """A small inductive subset of ``alive`` that proves the targets, target first: while
-    some step from a state satisfying the chosen set and the targets breaks one of them, the
-    state (which the inductive ``alive`` excludes) is ruled out by the simplest alive candidate
-    false in it. Returns the chosen candidates and the number of queries."""
-    chosen: list[int] = []
-    queries = 0
-    tgoals = [targets[t][1] for t in sorted(live_t)]
-    tassume = [tind[t] for t in live_t]
-    order = sorted(alive, key=lambda k: (cands[k].size, _KIND_RANK.get(cands[k].kind, 3), k))
-    while True:
-        act = z3.Bool(f"select_{queries}")
-        solver.add(z3.Implies(act, any_of(tgoals + [_not(post[k]) for k in chosen])))
-        queries += 1
-        answer = solver.check(act, *tassume, *[ind[k] for k in chosen])
-        if answer == z3.unsat:
-            return sorted(chosen), queries
-        if answer == z3.unknown:
-            raise Unsupported(f"Houdini at {n} agents: Z3 answered unknown "
-                              f"({solver.reason_unknown()})", NO_SPAN)
-        value = _valuer(solver.model())
-        taken = set(chosen)
-        pick = next((k for k in order if k not in taken
-                     and not holds(cands[k], tpl, at_cur, n, value)), None)
-        if pick is None:
-            raise AssertionError("Houdini: a state the inductive set excludes violates none "
-                                 "of its candidates")
-        chosen.append(pick)
+class _Lazy:
+    """Counterexample-driven Houdini on one solver, target first (NOTE(lazy-houdini)).
+
+    The chosen set C starts empty. Each query asks for a step from a state satisfying C and
+    the live targets to one violating one of them. If the counterexample's pre-state falsifies
+    an alive candidate not in C, the simplest such one joins C (it rules the state out). If
+    it falsifies none, the state satisfies every alive candidate, so it is a counterexample
+    to the induction of the whole alive set, as eager Houdini would find: every alive
+    candidate false in its post-state is dropped (from C too), and so is every target. The
+    loop ends when the query is unsatisfiable: C with the targets is inductive at ``n``.
+
+    Candidates are encoded as formulas only when they join C: the alive set is evaluated in
+    Python from the atoms' values (``holds``), so a thousand candidates cost no solver time.
+    With ``eager`` the goal is the whole alive set (the plain Houdini fixpoint)."""
+
+    def __init__(self, solver: z3.Solver, cands: list[Candidate], tpl: Templates,
+                 at_cur: AtomTerms, at_nxt: AtomTerms, n: int,
+                 targets: dict[str, tuple[Any, Any]], tind: dict[str, Any]) -> None:
+        self.solver, self.cands, self.tpl, self.n = solver, cands, tpl, n
+        self.at_cur, self.at_nxt = at_cur, at_nxt
+        self.targets, self.tind = targets, tind
+        self.ind: dict[int, Any] = {}
+        self.post: dict[int, Any] = {}
+        self.queries = self.picks = 0
+
+    def _encode(self, k: int) -> None:
+        if k not in self.ind:
+            self.ind[k] = z3.Bool(f"cand_{k}")
+            self.solver.add(z3.Implies(self.ind[k],
+                                       formula(self.cands[k], self.tpl, self.at_cur, self.n)))
+            self.post[k] = formula(self.cands[k], self.tpl, self.at_nxt, self.n)
+
+    def solve(self, eager: bool, say: Callable[[str], None]
+              ) -> tuple[set[int], set[int], list[str]]:
+        cands, tpl, n = self.cands, self.tpl, self.n
+        alive = set(range(len(cands)))
+        live_t = set(self.targets)
+        failed: list[str] = []
+        chosen: set[int] = set(alive) if eager else set()
+        for k in chosen:
+            self._encode(k)
+        order = sorted(alive, key=lambda k: (cands[k].size, _KIND_RANK.get(cands[k].kind, 3),
+                                             k))
+        while True:
+            act = z3.Bool(f"round_{self.queries}")
+            goal = [self.targets[t][1] for t in sorted(live_t)]
+            goal += [_not(self.post[k]) for k in sorted(chosen)]
+            self.solver.add(z3.Implies(act, any_of(goal)))
+            self.queries += 1
+            answer = self.solver.check(act, *[self.ind[k] for k in sorted(chosen)],
+                                       *[self.tind[t] for t in sorted(live_t)])
+            if answer == z3.unsat:
+                return chosen, alive, failed
+            if answer == z3.unknown:
+                raise Unsupported(f"Houdini at {n} agents: Z3 answered unknown "
+                                  f"({self.solver.reason_unknown()})", NO_SPAN)
+            value = _valuer(self.solver.model())
+            pick = next((k for k in order if k in alive and k not in chosen
+                         and not holds(cands[k], tpl, self.at_cur, n, value)), None)
+            if pick is not None:
+                self.picks += 1
+                chosen.add(pick)
+                self._encode(pick)
+                continue
+            dropped = {k for k in alive if not holds(cands[k], tpl, self.at_nxt, n, value)}
+            broke = [t for t in live_t if value(self.targets[t][1])]
+            if not dropped and not broke:  # the composition and the formula disagree
+                dropped = {k for k in chosen if not value(self.post[k])}
+                if not dropped:
+                    raise AssertionError("Houdini: a model falsifies no goal")
+            alive -= dropped
+            chosen -= dropped
+            for t in broke:
+                live_t.discard(t)
+                failed.append(t)
+            if self.queries % 10 == 0:
+                say(f"Houdini at {n} agents: {len(chosen)} chosen, {len(alive)} alive after "
+                    f"{self.queries} queries")
 
 
 _KIND_RANK = {"global": 0, "agent": 1, "pair": 2}

@@ -57,6 +57,7 @@ class StepResult(NamedTuple):
     error: Any  # a model error (kind "error")
     coherence: Any  # the coherence monitor rejects a load
     state: SymState
+    sent_twice: Any = None  # a keyed slot's message sent while one is there (keyed only)
 
 
 # Failure groups, named as the checker names failures: (kind, name).
@@ -86,6 +87,10 @@ class Encoder(ModelTables):
                     if isinstance(st, (ir.Send, ir.Broadcast, ir.Multicast)):
                         self.sending_machines[self.msg_index[st.message]].add(machine.name)
         self.coherence_names = [p.name for p in model.properties if p.kind == "coherence"]
+        # NOTE(infer-keyed-slots): per unordered network, (type, src, dst) -> its one slot,
+        # where a send goes (a second message of one key is a model error); empty: a send
+        # takes the first free slot, as the semantics does
+        self.keyed: dict[int, dict[tuple[int, int, int], int]] = {}
         self.actions = self._actions()
 
     def node_index_values(self, index: str) -> list[int | None]:
@@ -217,7 +222,7 @@ class Encoder(ModelTables):
         if ex.performs and self.coherence_names:
             coh = self.observe(ex.state, act.line, ex.performs, ok)
             ok = all_of([ok, z3.Not(coh)])
-        return StepResult(ok, error, coh, ex.state)
+        return StepResult(ok, error, coh, ex.state, any_of(ex.sent_twice))
 
     # ------------------------------------------------------------ coherence monitor
 
