@@ -40,7 +40,7 @@ class InferOptions:
     houdini: str = "finite"  # "finite" (infer_finite, at each of ``cutoffs``) or "qf"
     # agents of the finite Houdini's instances, smallest first: each size starts from what the
     # one before kept (cheap queries drop most candidates), the last selects the support
-    cutoffs: tuple[int, ...] = (3, 4)
+    cutoffs: tuple[int, ...] = (4,)
     timeout: float | None = None  # the final proof's (prove --timeout)
     final_rlimit: int | None = None  # the final proof's (prove --rlimit)
 

@@ -1,0 +1,71 @@
+"""The proof's quantifier-free try (``param.Grounded``, NOTE(param-ground-first)) proves only
+what holds: an obligation with a counterexample to induction is never proved by it, and the
+obligations of an inductive spec mostly are."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from helpers import AUX, MUTEX, PROOF_RLIMIT, SPECS
+
+from coherence import ir
+from coherence.smt.param import Grounded, obligations, prove_all
+from coherence.spec.load import load_spec_text
+from coherence.spec.select import drop_properties
+
+GERMAN = (SPECS / "german.coh").read_text()
+AUX_START = GERMAN.index("// ---- auxiliary invariants")
+
+
+def _broken(model: ir.Model) -> list[tuple[str, str]]:
+    """(goal, what) of every obligation the full proof finds a counterexample for."""
+    result = prove_all(model, rlimit=PROOF_RLIMIT)
+    assert result.verdict != "holds" and result.ctis
+    out = []
+    for c in result.ctis:
+        m = re.fullmatch(r"(\S+) is not preserved by (action .*) \(for some number of agents\)",
+                         c)
+        assert m is not None, c
+        out.append((m.group(1), m.group(2)))
+    return out
+
+
+def _never_proves_a_broken_obligation(model: ir.Model) -> int:
+    broken = set(_broken(model))
+    _enc, _cur, queries = obligations(model)
+    hit = [q for q in queries if (q.goal, q.what) in broken]
+    assert {(q.goal, q.what) for q in hit} == broken
+    for q in hit:
+        assert not Grounded(q).proves(q.assertions[-1]), (q.goal, q.what)
+    return len(hit)
+
+
+def test_mutex_without_aux_keeps_its_counterexamples() -> None:
+    assert _never_proves_a_broken_obligation(load_spec_text(MUTEX)) >= 1
+
+
+@pytest.mark.parametrize("cut", [
+    "gnte_to_invalid",
+    pytest.param("exclusive_is_alone", marks=pytest.mark.slow),  # 50-75 s of Z3 each
+    pytest.param("inv_to_holder", marks=pytest.mark.slow),
+])
+def test_german_without_one_aux_line_keeps_its_counterexamples(cut: str) -> None:
+    """German's hand-written proof with one line missing: the obligations it leaves open."""
+    aux = GERMAN[AUX_START:]
+    lines = aux.split("\ninvariant ")
+    kept = [x for x in lines if not x.startswith(f"aux {cut}:")]
+    assert len(kept) == len(lines) - 1, f"no aux line {cut} in specs/german.coh"
+    text = GERMAN[:AUX_START] + "\ninvariant ".join(kept)
+    model = drop_properties(load_spec_text(text), ["coherent"])
+    assert _never_proves_a_broken_obligation(model) >= 1
+
+
+def test_mutex_with_aux_obligations_are_mostly_proved_quantifier_free() -> None:
+    """A weakening proves less than the quantified form: 29 of the 45 step obligations here
+    (the others go on to the quantified solver)."""
+    model = load_spec_text(MUTEX + AUX)
+    _enc, _cur, queries = obligations(model)
+    steps = [q for q in queries if q.what != "init"]
+    proved = sum(Grounded(q).proves(q.assertions[-1]) for q in steps)
+    assert 2 * proved >= len(steps), (proved, len(steps))
