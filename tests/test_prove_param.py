@@ -3,6 +3,7 @@ checker, refutations are concrete replayed instances, mutants are never proved."
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -154,7 +155,11 @@ def test_a_mutant_proved_for_every_n_holds_at_2_and_3(tmp_path_factory: pytest.T
 
 GERMAN_AUX = (SPECS / "german.coh").read_text()
 GERMAN_AUX = GERMAN_AUX[GERMAN_AUX.index("// ---- auxiliary invariants"):]
-GERMAN_MUTANTS = sorted(p.stem for p in (SPECS / "mutants").glob("german_*.coh"))
+LIVENESS = {"can_rest", "shared_granted", "exclusive_granted"}  # German's liveness properties
+# the mutants that break a safety property (the others only livelock: their safety is proved)
+GERMAN_MUTANTS = sorted(p.stem for p in (SPECS / "mutants").glob("german_*.coh")
+                        if not set(re.search(r"^// EXPECT: (.*)$", p.read_text(), re.M)
+                                   .group(1).split(",")) <= LIVENESS)
 
 
 # slow tier (over a minute of Z3 each on the shared machine); by default, the mutex's
