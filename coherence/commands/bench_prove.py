@@ -160,8 +160,8 @@ def _run_infer(args: argparse.Namespace) -> int:
         emit_json({"tool": "coherence bench prove --infer", "infer": rows})
         return 0
     out = out_console()
-    out.print("spec | verdict | conjunctions tested | candidates (reachable filter) | after "
-              "Houdini | support | final | explore s | filter s | Houdini s (queries) | final "
+    out.print("spec | verdict | conjunctions tested | candidates (reachable filter) | never "
+              "refuted | support | final | explore s | filter s | Houdini s (queries) | final "
               "proof s | total s | hand-written aux proof s", markup=False)
     for r in rows:
         st = r["stats"]

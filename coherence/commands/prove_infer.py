@@ -48,7 +48,7 @@ def run_infer(args: argparse.Namespace, model: Any, header: Callable[..., None])
     s = result.stats.get("seconds")
     if s:
         print(f"inference: {result.stats['candidates']} candidates, "
-              f"{result.stats['after_houdini']} inductive, {result.stats['support']} kept; "
+              f"{result.stats['after_houdini']} never refuted, {result.stats['support']} kept; "
               "explore "
               f"{s['explore']:.1f} s, filter {s['filter']:.1f} s, Houdini "
               f"{s['houdini']:.1f} s, final proof {s['final_proof']:.1f} s")
