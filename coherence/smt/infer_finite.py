@@ -399,10 +399,15 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
     run = _Lazy(solver, cands, tpl, at_cur, at_nxt, n, targets, tind)
     chosen, alive, failed = run.solve(eager=not select, say=say)
     t2 = time.perf_counter()
+    picked = len(chosen)
+    if select:
+        chosen = run.minimize(chosen, set(targets) - set(failed))
+    t3 = time.perf_counter()
     stats = {"queries": run.queries, "selection_queries": run.picks, "unknown": 0,
-             "dropped": len(cands) - len(alive), "agents": n,
+             "dropped": len(cands) - len(alive), "agents": n, "picked": picked,
+             "minimized": len(chosen),
              "seconds": {"encode": round(t1 - t0, 3), "fixpoint": round(t2 - t1, 3),
-                         "support": 0.0}}
+                         "support": round(t3 - t2, 3)}}
     return FiniteResult(sorted(alive), sorted(chosen) if select else [], failed, stats)
 
 
@@ -437,6 +442,32 @@ class _Lazy:
             self.solver.add(z3.Implies(self.ind[k],
                                        formula(self.cands[k], self.tpl, self.at_cur, self.n)))
             self.post[k] = formula(self.cands[k], self.tpl, self.at_nxt, self.n)
+
+    def _inductive(self, chosen: set[int], live_t: set[str]) -> bool:
+        """Whether ``chosen`` with the targets ``live_t`` is inductive at this size."""
+        act = z3.Bool(f"round_{self.queries}")
+        goal = [self.targets[t][1] for t in sorted(live_t)]
+        goal += [_not(self.post[k]) for k in sorted(chosen)]
+        self.solver.add(z3.Implies(act, any_of(goal)))
+        self.queries += 1
+        answer = self.solver.check(act, *[self.ind[k] for k in sorted(chosen)],
+                                   *[self.tind[t] for t in sorted(live_t)])
+        if answer == z3.unknown:
+            raise Unsupported(f"Houdini at {self.n} agents: Z3 answered unknown "
+                              f"({self.solver.reason_unknown()})", NO_SPAN)
+        return answer == z3.unsat
+
+    def minimize(self, chosen: set[int], live_t: set[str]) -> set[int]:
+        """Drop every chosen candidate the others and the targets do without, the most
+        complex first (one query each: the issue's minimal output). The lazy selection adds a
+        candidate per counterexample, and a later one often subsumes an earlier one."""
+        cands = self.cands
+        out = set(chosen)
+        for k in sorted(chosen, key=lambda k: (-cands[k].size, -_KIND_RANK.get(cands[k].kind, 3),
+                                               -k)):
+            if self._inductive(out - {k}, live_t):
+                out.discard(k)
+        return out
 
     def solve(self, eager: bool, say: Callable[[str], None]
               ) -> tuple[set[int], set[int], list[str]]:
