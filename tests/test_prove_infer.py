@@ -7,14 +7,19 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import multiprocessing
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import attrs
 import pytest
 from helpers import MUTEX, PROOF_RLIMIT, ROOT, SPECS, mutants, well_formed
 
 from coherence.engines import check
+from coherence.ir import Model
+from coherence.mutants import parse_header
 from coherence.smt.infer import InferOptions, appended_text, infer
 from coherence.smt.infer_mine import mine
 from coherence.spec.load import extend, load_spec, load_spec_text
@@ -24,10 +29,36 @@ NOAUX = ROOT / "tests" / "specs" / "infer"
 # Z3's deterministic budget per Houdini check (never a wall clock)
 OPTS = dict(rlimit=20_000_000, final_rlimit=PROOF_RLIMIT)
 
+# The bundled protocols' inference under deterministic limits only: Z3 units per Houdini query
+# (``rlimit``) and per final-proof obligation (``final_rlimit``: its quick first try, which
+# settles every obligation of a proof that holds, gets 1/12 of it), and no wall clock for the
+# exploration (``explore_seconds``: its state limit ends it). German, measured as the growth of
+# Z3's "rlimit count" statistic across every ``Solver.check`` of ``infer`` (PYTHONHASHSEED 0, 1
+# and 2): Houdini's largest query 41-62 M units, the final proof's largest 0.42-0.68 M (its
+# quick tries get 2.5 M here): about 3x of both. Too small a budget is an unknown, not a pass.
+BUDGETS: dict[str, dict[str, Any]] = {
+    "german": dict(rlimit=200_000_000, final_rlimit=30_000_000),
+    # not proved yet (issue 17): the defaults; measure them when it is
+    "broadcast_invalidate_acked": dict(rlimit=2_000_000_000, final_rlimit=PROOF_RLIMIT),
+}
+NO_CLOCK = dict(explore_seconds=float("inf"))
+# NOTE(infer-hash-seed): which candidates Houdini keeps and selects follows the iteration order
+# of sets of strings, so a run's lines and units depend on PYTHONHASHSEED (German: 39-45 lines
+# for seeds 0-2, every one proved). The bundled protocols are inferred in a fresh interpreter
+# with this seed: the same lines and units on every run.
+HASH_SEED = "0"
 
-def _model(path: Path) -> object:
+
+def _model(path: Path) -> Model:
     m = load_spec(path)
     return drop_properties(m, [p.name for p in m.properties])
+
+
+def _without_aux(path: Path) -> Model:
+    """The spec without its properties (the coherence monitor) and its hand-written ``invariant
+    aux`` lines: what inference has to find again."""
+    m = _model(path)
+    return attrs.evolve(m, invariants=tuple(i for i in m.invariants if not i.aux))
 
 
 def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
@@ -36,11 +67,15 @@ def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
 
 
-def _holds_at(model: object, lines: list[str], sizes: tuple[int, ...]) -> None:
+def _holds_at(model: Model, lines: list[str], sizes: tuple[int, ...],
+              engine: str = "reference") -> None:
+    """The spec with ``lines`` appended holds at each size (``engine="auto"``: the compiled
+    engine where a C compiler is, 9x faster than the reference at 4 agents of German)."""
     from coherence.spec.load import rebind
-    with_lines = extend(model, appended_text(lines))  # type: ignore[arg-type]
+    with_lines = extend(model, appended_text(lines))
+    assert len(with_lines.invariants) == len(model.invariants) + len(lines)
     for n in sizes:
-        result = check(rebind(with_lines, {"agents": n}))
+        result = check(rebind(with_lines, {"agents": n}), engine=engine)
         assert result.verdict == "holds", (n, result.failures[:1])
 
 
@@ -123,6 +158,24 @@ def test_cli_unsupported_spec_is_a_located_error_before_exploring(tmp_path: Path
     assert f"{path}:4:" in r.stderr and "number of agents" in r.stderr
 
 
+@pytest.mark.parametrize("spec", ["msi_directory", "mesi_directory"])
+def test_cli_out_of_fragment_protocol_is_a_located_error(spec: str) -> None:
+    path = SPECS / f"{spec}.coh"
+    text = path.read_text()
+    where = "network req: unordered, capacity = agents;"
+    line = text[:text.index(where)].count("\n") + 1
+    # NOTE: the refusal comes after prove's look for a concrete counterexample (BMC at 2 and 3
+    # agents; 20 s of wall clock by default): a small --rlimit makes that quick and
+    # deterministic, and these protocols have no counterexample to find
+    r = _cli("prove", str(path), "--agents", "any", "--infer", "--rlimit", "1000000")
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr and not r.stdout.strip()
+    first = r.stderr.splitlines()[0]
+    assert first == (f"{path}:{line}:9: error: this depends on the number of agents as a "
+                     "number, which a proof for every N cannot encode"), r.stderr
+    assert where in r.stderr  # the source line, under the location
+
+
 @pytest.mark.slow
 def test_cli_write_appends_after_a_marker_and_the_result_is_proved(tmp_path: Path) -> None:
     path = tmp_path / "mutex.coh"
@@ -163,23 +216,136 @@ def test_write_refuses_a_spec_changed_since_it_was_read(tmp_path: Path) -> None:
     assert path.read_text() == MUTEX + "// edited meanwhile\n"
 
 
-@pytest.mark.slow
-@pytest.mark.xfail(reason="issue 17 is not done: eager Houdini needs about one query per "
-                          "candidate it drops (docs/prove.md, --infer)", strict=False)
-@pytest.mark.parametrize("name", ["german", "broadcast_invalidate_acked"])
-def test_bundled_protocols_without_aux_are_proved_for_every_n(name: str) -> None:
+# ---------------------------------------------------------------- the bundled protocols
+
+# German is proved in the default tier; the acked scheme joins it when the inference proves it
+# (issue 17): then drop its marks and measure its BUDGETS
+PROTOCOLS = [
+    pytest.param("german", id="german"),
+    pytest.param("broadcast_invalidate_acked", id="acked", marks=[
+        pytest.mark.slow,
+        pytest.mark.xfail(reason="issue 17: the acked scheme without its aux lines is not "
+                                 "proved yet", strict=False)]),
+]
+# the tests of one protocol share its one inference run (module fixture), so one process
+ONE_RUN = pytest.mark.xdist_group("infer-protocols")
+
+
+def _infer_protocol(name: str) -> dict[str, Any]:
+    import os
+    result = infer(_model(NOAUX / f"{name}.coh"), InferOptions(**BUDGETS[name], **NO_CLOCK))
+    return {"verdict": result.proof.verdict, "exit_code": result.proof.exit_code,
+            "reason": result.proof.reason, "missing": result.missing, "lines": result.lines,
+            "stats": result.stats, "hash_seed": os.environ.get("PYTHONHASHSEED")}
+
+
+@pytest.fixture(scope="module", params=PROTOCOLS)
+def inferred(request: pytest.FixtureRequest) -> tuple[str, dict[str, Any]]:
+    """(name, outcome) of ``infer`` on a bundled protocol without its aux lines, in a fresh
+    interpreter (NOTE(z3-context) above) with a fixed hash seed (NOTE(infer-hash-seed))."""
+    name = request.param
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("PYTHONHASHSEED", HASH_SEED)  # a spawned interpreter reads it at start
+        ctx = multiprocessing.get_context("spawn")
+        with concurrent.futures.ProcessPoolExecutor(1, mp_context=ctx) as pool:
+            return name, pool.submit(_infer_protocol, name).result(timeout=1800)
+
+
+@ONE_RUN
+def test_bundled_protocols_without_aux_are_proved_for_every_n(
+        inferred: tuple[str, dict[str, Any]]) -> None:
+    name, out = inferred
     model = _model(NOAUX / f"{name}.coh")
-    assert not any(i.aux for i in model.invariants)
-    result = infer(model, InferOptions(**OPTS))
-    assert result.proof.verdict == "holds", (result.missing, result.proof.reason)
-    _holds_at(model, result.lines, (2, 3, 4))
+    assert model.invariants and not any(i.aux for i in model.invariants)
+    assert out["hash_seed"] == HASH_SEED
+    assert out["verdict"] == "holds", (out["missing"], out["reason"])
+    assert out["exit_code"] == 0 and out["missing"] is None
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("mutant", sorted([*(SPECS / "mutants").glob("german_*.coh"),
-                                            *(SPECS / "mutants").glob("acked_*.coh")]),
-                         ids=lambda p: p.stem)
-def test_german_and_acked_mutants_are_never_proved(mutant: Path) -> None:
-    model = _model(mutant)
-    result = infer(model, InferOptions(**OPTS))
-    assert result.proof.verdict != "holds"
+LINE = re.compile(r"invariant aux (inferred_[1-9][0-9]*): (.+);")
+
+
+@ONE_RUN
+def test_inferred_lines_are_aux_invariants_named_in_order(
+        inferred: tuple[str, dict[str, Any]]) -> None:
+    name, out = inferred
+    lines = out["lines"]
+    assert lines and len(set(lines)) == len(lines)
+    matches = [LINE.fullmatch(line) for line in lines]
+    assert all(matches), [line for line, m in zip(lines, matches, strict=True) if not m]
+    names = [m.group(1) for m in matches if m]
+    assert names == [f"inferred_{k}" for k in range(1, len(lines) + 1)]
+    # appended as --write appends them, they parse into aux invariants of those names
+    model = _model(NOAUX / f"{name}.coh")
+    added = extend(model, appended_text(lines)).invariants[len(model.invariants):]
+    assert [(i.name, i.aux) for i in added] == [(n, True) for n in names]
+
+
+@ONE_RUN
+def test_inferred_lines_hold_in_the_checker_at_2_3_and_4_agents(
+        inferred: tuple[str, dict[str, Any]]) -> None:
+    name, out = inferred
+    _holds_at(_model(NOAUX / f"{name}.coh"), out["lines"], (2, 3, 4), engine="auto")
+
+
+@ONE_RUN
+def test_stats_have_the_counts_and_phases_the_bench_prints(
+        inferred: tuple[str, dict[str, Any]]) -> None:
+    _name, out = inferred
+    st = out["stats"]
+    assert [e["agents"] for e in st["explored"]] == [2, 3]
+    assert all(e["states"] > 0 and isinstance(e["complete"], bool) for e in st["explored"])
+    assert st["conjunctions_tested"] > st["candidates"] >= st["after_houdini"] >= st["support"]
+    assert st["support"] == st["final"] == len(out["lines"])
+    assert st["houdini_queries"] >= 1 and st["unknown_checks"] == 0
+    assert st["houdini"]["kind"] == "finite" and st["houdini"]["unknown"] == 0
+    sec = st["seconds"]
+    phases = ("explore", "filter", "houdini", "final_proof")
+    assert set(sec) == {*phases, "total"}
+    assert all(isinstance(sec[p], float) for p in sec)
+    assert sum(sec[p] for p in phases) <= sec["total"] + 0.01  # rounded to ms each
+
+
+# ---------------------------------------------------------------- the mutants
+
+MUTANTS = sorted([*(SPECS / "mutants").glob("german_*.coh"),
+                  *(SPECS / "mutants").glob("acked_*.coh")])
+# A mutant is never proved whatever candidates are mined (the final proof decides), so the
+# mutants get a cheap inference: explored at 2 agents, clauses of few literals, German's final
+# budget. About 9-10 s each for the fast ones on a loaded 2-core machine (german_exgntd_not_set,
+# german_invack_without_data), 20-80 s for the rest: the slow tier (each measured with
+# `pytest tests/test_prove_infer.py -m slow -k mutant --durations=0 -n 0`).
+MUTANT_OPTS = dict(sizes=(2,), literals={"global": 1, "agent": 2, "pair": 1, "msg": 1},
+                   rlimit=20_000_000, final_rlimit=BUDGETS["german"]["final_rlimit"], **NO_CLOCK)
+FAST_MUTANTS = {"german_exgntd_not_set", "german_invack_without_data"}
+
+
+def _safety_failures(model: Model, agents: int) -> set[str]:
+    """The invariants (and error kinds) the checker finds broken at ``agents`` agents: what
+    makes a mutant a safety bug (a liveness bug's invariants may all hold)."""
+    from coherence.results import CheckOptions
+    from coherence.spec.load import rebind
+    result = check(rebind(model, {"agents": agents}),
+                   CheckOptions(deadlock=False, liveness=False, vacuity=False,
+                                stop_at_first=True))
+    return {f.name for f in result.failures} | {f.kind for f in result.failures}
+
+
+@pytest.mark.parametrize("mutant", [
+    pytest.param(p, id=p.stem, marks=[] if p.stem in FAST_MUTANTS else [pytest.mark.slow])
+    for p in MUTANTS])
+def test_mutants_without_their_aux_lines_are_never_proved(mutant: Path) -> None:
+    model = _without_aux(mutant)
+    assert model.invariants and not any(i.aux for i in model.invariants)
+    broken = _safety_failures(model, parse_header(mutant).agents)
+    result = infer(model, InferOptions(**MUTANT_OPTS))
+    if broken:  # a safety bug: refuted by a concrete counterexample, on a broken invariant
+        assert result.proof.verdict == "fails" and result.proof.exit_code == 1, (
+            result.proof.verdict, result.proof.reason)
+        assert {f.name for f in result.proof.failures} & broken, result.proof.failures[:1]
+        return
+    # a liveness bug whose invariants hold at small sizes: a proof of them would be right;
+    # what must never happen is a proof the checker contradicts, or a refutation
+    assert result.proof.verdict != "fails", result.proof.failures[:1]
+    if result.proof.verdict == "holds":
+        _holds_at(model, result.lines, (2, 3), engine="auto")
