@@ -27,7 +27,7 @@ from coherence.spec.select import drop_properties
 
 NOAUX = ROOT / "tests" / "specs" / "infer"
 # Z3's deterministic budget per Houdini check (never a wall clock)
-OPTS = dict(rlimit=20_000_000, final_rlimit=PROOF_RLIMIT)
+OPTS: dict[str, Any] = dict(rlimit=20_000_000, final_rlimit=PROOF_RLIMIT)
 
 # The bundled protocols' inference under deterministic limits only: Z3 units per Houdini query
 # (``rlimit``) and per final-proof obligation (``final_rlimit``: its quick first try gets 1/12
@@ -43,7 +43,7 @@ BUDGETS: dict[str, dict[str, Any]] = {
     "german": dict(rlimit=13_500_000, final_rlimit=16_000_000),
     "broadcast_invalidate_acked": dict(rlimit=13_500_000, final_rlimit=100_000_000),
 }
-NO_CLOCK = dict(explore_seconds=float("inf"))
+NO_CLOCK: dict[str, Any] = dict(explore_seconds=float("inf"))
 # NOTE(infer-hash-seed): inference must not depend on the iteration order of sets of strings
 # (PYTHONHASHSEED). The eager Houdini did (German: 39-45 lines for seeds 0-2); the lazy one
 # gives the same lines for each (36; 26 since the minimal output). The bundled protocols are
@@ -322,8 +322,9 @@ MUTANTS = sorted([*(SPECS / "mutants").glob("german_*.coh"),
 # --durations=0 -n 0`): 15-21 s each for German's, 35-58 s for the acked scheme's (the BMC
 # spends its budget in vain on a liveness bug). None is under 10 s: German's fastest is the
 # default tier's sample, the rest are slow.
-MUTANT_OPTS = dict(sizes=(2,), literals={"global": 1, "agent": 2, "pair": 1, "msg": 1},
-                   rlimit=20_000_000, **NO_CLOCK)
+MUTANT_OPTS: dict[str, Any] = dict(
+    sizes=(2,), literals={"global": 1, "agent": 2, "pair": 1, "msg": 1}, rlimit=20_000_000,
+    **NO_CLOCK)
 MUTANT_FINAL_RLIMIT = {"german": 90_000_000, "acked": 360_000_000}
 FAST_MUTANTS = {"german_invack_without_data"}
 
