@@ -221,14 +221,10 @@ def test_write_refuses_a_spec_changed_since_it_was_read(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- the bundled protocols
 
-# German is proved in the default tier; the acked scheme joins it when the inference proves it
-# (issue 17): then drop its marks and measure its BUDGETS
+# both are proved in the default tier (one inference run each, shared by the tests below)
 PROTOCOLS = [
     pytest.param("german", id="german"),
-    pytest.param("broadcast_invalidate_acked", id="acked", marks=[
-        pytest.mark.slow,
-        pytest.mark.xfail(reason="issue 17: the acked scheme without its aux lines is not "
-                                 "proved yet", strict=False)]),
+    pytest.param("broadcast_invalidate_acked", id="acked"),
 ]
 # the tests of one protocol share its one inference run (module fixture), so one process
 ONE_RUN = pytest.mark.xdist_group("infer-protocols")
@@ -314,19 +310,16 @@ def test_stats_have_the_counts_and_phases_the_bench_prints(
 MUTANTS = sorted([*(SPECS / "mutants").glob("german_*.coh"),
                   *(SPECS / "mutants").glob("acked_*.coh")])
 # A mutant is never proved whatever candidates are mined (the final proof decides), so the
-# mutants get a cheap inference: explored at 2 agents, clauses of few literals. Its refutation
-# is the final proof's BMC at 2 and 3 agents, which gets 1/3 of final_rlimit: German's
-# mutants are refuted from final_rlimit 30 M (at 10 M german_invack_without_data is unknown),
-# acked_inv_lost_in_is_d from 120 M (unknown at 90 M): 3x of those. Measured on a loaded
-# 2-core machine (`pytest tests/test_prove_infer.py -m "slow or not slow" -k mutants_without
-# --durations=0 -n 0`): 15-21 s each for German's, 35-58 s for the acked scheme's (the BMC
-# spends its budget in vain on a liveness bug). None is under 10 s: German's fastest is the
-# default tier's sample, the rest are slow.
+# mutants get a cheap inference: explored at 2 agents, clauses of few literals. A safety bug
+# is met by the mining search itself, and refuted at once by BMC at 2 and 3 agents to that
+# depth (infer._refute_early; 1/3 of final_rlimit: German's from 30 M, acked_inv_lost_in_is_d
+# from 120 M, 3x of those here): 1-4 s each, default tier. The liveness bugs' safety is
+# proved, through the whole inference (15-60 s each on the loaded 2-core machine): slow tier.
 MUTANT_OPTS: dict[str, Any] = dict(
     sizes=(2,), literals={"global": 1, "agent": 2, "pair": 1, "msg": 1}, rlimit=20_000_000,
     **NO_CLOCK)
 MUTANT_FINAL_RLIMIT = {"german": 90_000_000, "acked": 360_000_000}
-FAST_MUTANTS = {"german_invack_without_data"}
+LIVENESS_MUTANTS = {"german_inv_not_sent", "acked_home_favours_one_writer", "acked_nack_retry"}
 
 
 def _safety_failures(model: Model, agents: int) -> set[str]:
@@ -341,7 +334,7 @@ def _safety_failures(model: Model, agents: int) -> set[str]:
 
 
 @pytest.mark.parametrize("mutant", [
-    pytest.param(p, id=p.stem, marks=[] if p.stem in FAST_MUTANTS else [pytest.mark.slow])
+    pytest.param(p, id=p.stem, marks=[pytest.mark.slow] if p.stem in LIVENESS_MUTANTS else [])
     for p in MUTANTS])
 def test_mutants_without_their_aux_lines_are_never_proved(mutant: Path) -> None:
     model = _without_aux(mutant)

@@ -46,7 +46,7 @@ def run_infer(args: argparse.Namespace, model: Any, header: Callable[..., None])
         print(f"  {line}")
     print_param(result.model or model, proof)
     s = result.stats.get("seconds")
-    if s:
+    if s and "explore" in s:
         print(f"inference: {result.stats['candidates']} candidates, "
               f"{result.stats['after_houdini']} never refuted, {result.stats['support']} kept; "
               "explore "

@@ -79,6 +79,10 @@ def infer(model: ir.Model, options: InferOptions | None = None,
     cands, mstats, templates = mine(model, opts.sizes, opts.max_states, opts.explore_seconds,
                                     opts.literals)
     t1 = time.perf_counter()
+    if mstats.broken is not None:
+        refuted = _refute_early(model, mstats.broken, opts, t0, say)
+        if refuted is not None:
+            return refuted
     say(f"{len(cands)} candidates hold in every explored state; Houdini")
     h: QFResult | FiniteResult
     if opts.houdini == "qf":
@@ -119,6 +123,26 @@ def infer(model: ir.Model, options: InferOptions | None = None,
                     "total": round(t3 - t0, 3)},
     }
     return InferResult(proof, lines, stats, missing, proved_model)
+
+
+def _refute_early(model: ir.Model, broken: tuple[int, str, int], opts: InferOptions,
+                  t0: float, say: Callable[[str], None]) -> InferResult | None:
+    """A failure met while mining: the spec is refuted by BMC at 2 and 3 agents to the
+    failing state's depth, with a replayed trace, before any Houdini query (a buggy spec's
+    inference would only end in the same refutation, minutes later). None if BMC does not
+    find it within its units (then the inference goes on, and its final proof decides)."""
+    from coherence.smt.param import NOTE_DEADLOCK, Budget, _refute
+    agents, name, depth = broken
+    say(f"{name} fails in a reachable state at {agents} agents (depth {depth}): refuting")
+    budget = Budget(opts.timeout, opts.final_rlimit, time.perf_counter())
+    proof = _refute(model, depth + 1, budget)
+    if proof is None:
+        return None
+    proof.notes = [NOTE_DEADLOCK]
+    stats = {"broken": {"agents": agents, "failure": name, "depth": depth},
+             "seconds": {"total": round(time.perf_counter() - t0, 3)}}
+    return InferResult(proof, [], stats, f"no inference: {name} fails at {agents} agents "
+                       "(a reachable state of the mining search)", model)
 
 
 def _cascade(model: ir.Model, cands: list[Candidate], templates: Templates,

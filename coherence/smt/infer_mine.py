@@ -31,12 +31,19 @@ class _OutOfTime(Exception):
     pass
 
 
+class _Broken(Exception):
+    pass
+
+
 @attrs.define
 class Explored:
     agents: int
     states: list[State]
     complete: bool  # False: stopped at the state or time limit (a prefix of the BFS)
     seconds: float
+    # the first failure met (an invariant, a model error, a message no transition takes)
+    # and the depth of its state: the search stops there (the spec is refuted, not proved)
+    broken: tuple[str, int] | None = None
 
 
 def explore(model: ir.Model, agents: int, max_states: int, deadline: float) -> Explored:
@@ -57,18 +64,24 @@ def explore(model: ir.Model, agents: int, max_states: int, deadline: float) -> E
     def expand(i: int, state: State, add: Callable[[State], int]) -> None:
         if time.perf_counter() > deadline:
             raise _OutOfTime
-        outcomes, _ = sem.enabled(state)
+        outcomes, violations = sem.enabled(state)
+        violations = [*violations, *sem.invariant_violations(state)]
+        if violations:
+            broken.append((violations[0].name, search.depth[i]))
+            raise _Broken
         for out in outcomes:
             if out.state is not None:
                 add(out.state)
 
     search: Search[State] = Search()
+    broken: list[tuple[str, int]] = []
     complete = True
     try:
         bfs(sem.initial_states(), expand, key, max_states, search)
-    except (StateLimit, _OutOfTime):
+    except (StateLimit, _OutOfTime, _Broken):
         complete = False
-    return Explored(agents, search.nodes, complete, time.perf_counter() - t0)
+    return Explored(agents, search.nodes, complete, time.perf_counter() - t0,
+                    broken[0] if broken else None)
 
 
 def undefined_vars(model: ir.Model, states: Iterable[State]) -> set[str]:
@@ -201,6 +214,7 @@ class MineStats:
     kept: int
     seconds_explore: float
     seconds_filter: float
+    broken: tuple[int, str, int] | None = None  # (agents, failure, depth): the first met
 
 
 def mine(model: ir.Model, sizes: Iterable[int] = (2, 3), max_states: int = 20_000,
@@ -218,6 +232,7 @@ def mine(model: ir.Model, sizes: Iterable[int] = (2, 3), max_states: int = 20_00
         explored.append(ex)
         if not ex.complete:
             break
+    broken = next(((ex.agents, *ex.broken) for ex in explored if ex.broken is not None), None)
     t1 = time.perf_counter()
     all_states = [s for ex in explored for s in ex.states]
     undef = undefined_vars(model, all_states) if explored else set()
@@ -243,7 +258,7 @@ def mine(model: ir.Model, sizes: Iterable[int] = (2, 3), max_states: int = 20_00
     out = _across_templates(out)
     stats = MineStats([(ex.agents, len(ex.states), ex.complete, ex.seconds) for ex in explored],
                       {k: len(t.rows) for k, t in tables.items()}, generated, len(out),
-                      t1 - t0, time.perf_counter() - t1)
+                      t1 - t0, time.perf_counter() - t1, broken)
     return out, stats, tpl
 
 

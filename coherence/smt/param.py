@@ -708,7 +708,7 @@ def prove_all(model: ir.Model, timeout: float | None = None,
                         "number of agents needs no --over)", NO_SPAN)
     start = time.perf_counter()
     budget = Budget(timeout, rlimit, start)
-    notes = ["deadlock freedom is not part of a proof for every N (check it at fixed sizes)"]
+    notes = [NOTE_DEADLOCK]
     if shape is not None:
         notes.append(shape.describe())
     try:
@@ -802,6 +802,9 @@ QUICK_SECONDS = 5.0  # per obligation, before looking for a small counterexample
 CTI_SECONDS = 20.0  # for that search (param_cti)
 QUERY_SECONDS = 60.0  # per obligation in all, when no small counterexample exists
 REFUTE_SECONDS = 20.0  # default budget for looking for a concrete counterexample
+
+
+NOTE_DEADLOCK = "deadlock freedom is not part of a proof for every N (check it at fixed sizes)"
 
 
 @attrs.define
