@@ -400,7 +400,12 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
     chosen, alive, failed = run.solve(eager=not select, say=say)
     t2 = time.perf_counter()
     picked = len(chosen)
-    if select:
+    if select:  # on a solver free of the selection's goals and learnt clauses: 2x faster
+        base = [pre(system.domain), pre(system.assumed), pre(system.trans),
+                *[z3.Implies(tind[t], z3.Not(bad)) for t, (bad, _b) in targets.items()]]
+        run.solver = z3.SolverFor("QF_BV")
+        run.solver.set("rlimit", rlimit)
+        run.solver.add(*base, *[z3.Implies(run.ind[k], run.pre[k]) for k in chosen])
         chosen = run.minimize(chosen, set(targets) - set(failed))
     t3 = time.perf_counter()
     stats = {"queries": run.queries, "selection_queries": run.picks, "unknown": 0,
@@ -433,14 +438,15 @@ class _Lazy:
         self.at_cur, self.at_nxt = at_cur, at_nxt
         self.targets, self.tind = targets, tind
         self.ind: dict[int, Any] = {}
+        self.pre: dict[int, Any] = {}
         self.post: dict[int, Any] = {}
         self.queries = self.picks = 0
 
     def _encode(self, k: int) -> None:
         if k not in self.ind:
             self.ind[k] = z3.Bool(f"cand_{k}")
-            self.solver.add(z3.Implies(self.ind[k],
-                                       formula(self.cands[k], self.tpl, self.at_cur, self.n)))
+            self.pre[k] = formula(self.cands[k], self.tpl, self.at_cur, self.n)
+            self.solver.add(z3.Implies(self.ind[k], self.pre[k]))
             self.post[k] = formula(self.cands[k], self.tpl, self.at_nxt, self.n)
 
     def _inductive(self, chosen: set[int], live_t: set[str]) -> bool:
