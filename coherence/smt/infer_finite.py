@@ -449,8 +449,9 @@ class _Lazy:
             self.solver.add(z3.Implies(self.ind[k], self.pre[k]))
             self.post[k] = formula(self.cands[k], self.tpl, self.at_nxt, self.n)
 
-    def _inductive(self, chosen: set[int], live_t: set[str]) -> bool:
-        """Whether ``chosen`` with the targets ``live_t`` is inductive at this size."""
+    def _query(self, chosen: set[int], live_t: set[str]) -> Any:
+        """Is there a step from a state satisfying ``chosen`` and the targets ``live_t`` to
+        one violating one of them? (sat: a counterexample to induction, in the model)"""
         act = z3.Bool(f"round_{self.queries}")
         goal = [self.targets[t][1] for t in sorted(live_t)]
         goal += [_not(self.post[k]) for k in sorted(chosen)]
@@ -461,7 +462,7 @@ class _Lazy:
         if answer == z3.unknown:
             raise Unsupported(f"Houdini at {self.n} agents: Z3 answered unknown "
                               f"({self.solver.reason_unknown()})", NO_SPAN)
-        return answer == z3.unsat
+        return answer
 
     def minimize(self, chosen: set[int], live_t: set[str]) -> set[int]:
         """Drop every chosen candidate the others and the targets do without, the most
@@ -471,7 +472,7 @@ class _Lazy:
         out = set(chosen)
         for k in sorted(chosen, key=lambda k: (-cands[k].size, -_KIND_RANK.get(cands[k].kind, 3),
                                                -k)):
-            if self._inductive(out - {k}, live_t):
+            if self._query(out - {k}, live_t) == z3.unsat:
                 out.discard(k)
         return out
 
@@ -487,18 +488,8 @@ class _Lazy:
         order = sorted(alive, key=lambda k: (cands[k].size, _KIND_RANK.get(cands[k].kind, 3),
                                              k))
         while True:
-            act = z3.Bool(f"round_{self.queries}")
-            goal = [self.targets[t][1] for t in sorted(live_t)]
-            goal += [_not(self.post[k]) for k in sorted(chosen)]
-            self.solver.add(z3.Implies(act, any_of(goal)))
-            self.queries += 1
-            answer = self.solver.check(act, *[self.ind[k] for k in sorted(chosen)],
-                                       *[self.tind[t] for t in sorted(live_t)])
-            if answer == z3.unsat:
+            if self._query(chosen, live_t) == z3.unsat:
                 return chosen, alive, failed
-            if answer == z3.unknown:
-                raise Unsupported(f"Houdini at {n} agents: Z3 answered unknown "
-                                  f"({self.solver.reason_unknown()})", NO_SPAN)
             value = _valuer(self.solver.model())
             pick = next((k for k in order if k in alive and k not in chosen
                          and not holds(cands[k], tpl, self.at_cur, n, value)), None)
