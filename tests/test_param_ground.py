@@ -1,4 +1,4 @@
-"""The proof's quantifier-free try (``param.Grounded``, NOTE(param-ground-first)) proves only
+"""The proof's quantifier-free try (``param.Grounded``, NOTE(param-ground-fallback)) proves only
 what holds: an obligation with a counterexample to induction is never proved by it, and the
 obligations of an inductive spec mostly are."""
 

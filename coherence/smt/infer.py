@@ -1,11 +1,12 @@
 """``coherence prove SPEC --agents any --infer``: auxiliary invariants found, not written.
 
 1. Mining (``infer_mine``): candidate clauses that hold in every explored state at 2 and 3
-   agents (a breadth-first prefix where a size is too large for the time allowed).
-2. Houdini (``infer_qf``): every candidate not preserved by some action is dropped, on
-   quantifier-free weakenings of the obligations (each hypothesis instantiated over the nodes
-   one step touches, ``infer_ground``); the *support* is what the proofs of the spec's own
-   invariants, error freedom and "no message without a transition" use (unsat cores).
+   agents (a breadth-first prefix where a size is too large for the time allowed). A failure
+   the search meets refutes the spec at once (``_refute_early``).
+2. Houdini (``infer_finite``, by default): a small set of candidates that, with the spec's own
+   invariants, error freedom and "no message without a transition", is inductive at 4 agents,
+   chosen counterexample by counterexample and minimised (``infer_qf`` is the other choice:
+   quantifier-free weakenings of the parameterised obligations).
 3. The support is printed as ``invariant aux`` lines, and the spec with those lines appended
    is proved again from scratch by ``param.prove_all``: the verdict is that proof's, so an
    inferred set can never make a false proof (and a spec the prover refutes stays refuted).
@@ -25,7 +26,6 @@ from coherence.smt.state import Unsupported
 
 if TYPE_CHECKING:
     from coherence.smt.infer_finite import FiniteResult
-    from coherence.smt.infer_mine import Candidate, Templates
     from coherence.smt.infer_qf import QFResult
 
 
@@ -37,10 +37,8 @@ class InferOptions:
     literals: dict[str, int] = attrs.Factory(
         lambda: {"global": 2, "agent": 4, "pair": 3, "msg": 3})
     rlimit: int = 2_000_000_000  # per Houdini query (quantifier-free: deterministic units)
-    houdini: str = "finite"  # "finite" (infer_finite, at each of ``cutoffs``) or "qf"
-    # agents of the finite Houdini's instances, smallest first: each size starts from what the
-    # one before kept (cheap queries drop most candidates), the last selects the support
-    cutoffs: tuple[int, ...] = (4,)
+    houdini: str = "finite"  # "finite" (infer_finite, at ``cutoff`` agents) or "qf"
+    cutoff: int = 4  # agents of the finite Houdini's instance
     timeout: float | None = None  # the final proof's (prove --timeout)
     final_rlimit: int | None = None  # the final proof's (prove --rlimit)
 
@@ -61,6 +59,7 @@ def infer(model: ir.Model, options: InferOptions | None = None,
           progress: Callable[[str], None] | None = None) -> InferResult:
     """Mine, select and prove (see the module docstring). Raises ``Unsupported`` (exit 2) for a
     spec outside the fragment of ``--agents any``, before any exploration."""
+    from coherence.smt.infer_finite import houdini_finite
     from coherence.smt.infer_mine import mine
     from coherence.smt.infer_qf import houdini_qf
     from coherence.smt.param import ParamEncoder
@@ -89,7 +88,8 @@ def infer(model: ir.Model, options: InferOptions | None = None,
         h = houdini_qf(model, cands, progress=say, rlimit=opts.rlimit)
     else:
         try:
-            h = _cascade(model, cands, templates, opts, say)
+            h = houdini_finite(model, cands, templates, opts.cutoff, progress=say,
+                               rlimit=opts.rlimit)
         except Unsupported as e:  # out of units: no inferred line, the proof says the rest
             from coherence.smt.infer_finite import FiniteResult
             h = FiniteResult([], [], [e.message], {"queries": 0, "unknown": 1})
@@ -143,32 +143,6 @@ def _refute_early(model: ir.Model, broken: tuple[int, str, int], opts: InferOpti
              "seconds": {"total": round(time.perf_counter() - t0, 3)}}
     return InferResult(proof, [], stats, f"no inference: {name} fails at {agents} agents "
                        "(a reachable state of the mining search)", model)
-
-
-def _cascade(model: ir.Model, cands: list[Candidate], templates: Templates,
-             opts: InferOptions, say: Callable[[str], None]) -> FiniteResult:
-    """Finite Houdini at each cutoff in turn, each on what the one before kept: a candidate
-    not preserved at 3 agents is rarely preserved at 4, and the queries at 3 are far cheaper;
-    the last size's result (indices into ``cands``) decides. Stats per size under "sizes"."""
-    from coherence.smt.infer_finite import FiniteResult, houdini_finite
-    keep = list(range(len(cands)))
-    per_size: list[dict[str, Any]] = []
-    h: FiniteResult | None = None
-    failed: list[str] = []
-    for k, n in enumerate(opts.cutoffs):
-        last = k == len(opts.cutoffs) - 1
-        h = houdini_finite(model, [cands[i] for i in keep], templates, n, progress=say,
-                           rlimit=opts.rlimit, select=last)
-        per_size.append({"candidates": len(keep), "alive": len(h.alive), **h.stats})
-        failed += [f for f in h.failed if f not in failed]
-        h = FiniteResult([keep[i] for i in h.alive], [keep[i] for i in h.support], failed,
-                         h.stats)
-        keep = h.alive
-    assert h is not None, "InferOptions.cutoffs is empty"
-    stats = {"queries": sum(s["queries"] for s in per_size),
-             "selection_queries": sum(s["selection_queries"] for s in per_size),
-             "unknown": sum(s["unknown"] for s in per_size), "sizes": per_size}
-    return FiniteResult(h.alive, h.support, failed, stats)
 
 
 def _names(taken: set[str], n: int) -> list[str]:

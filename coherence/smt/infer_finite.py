@@ -1,23 +1,23 @@
-"""Houdini at a fixed number of agents (issue 17): the inductive subset of the mined candidates
-at a cutoff instance, found with one incremental quantifier-free solver.
+"""Houdini at a fixed number of agents (issue 17): a small set of the mined candidates that,
+with the spec's own invariants, is inductive at a cutoff instance, found with one incremental
+quantifier-free solver.
 
 The candidates are universally quantified over at most two agents (or one message). At the
 instance of ``agents`` agents (4 by default: the two agents a candidate names, the acting
-agent and one agent the home points at) every candidate is the conjunction of its instances,
-and one query asks whether some step from a state satisfying every live candidate and every
-target (the spec's invariants, no model error, no message without a transition, one message
-per kind on unordered networks) reaches a state where one of them is false. A model drops
-*every* live candidate false in its successor state: each *atom* (the literals candidates are
-made of, ``infer_atoms``) is evaluated once per instance in the model, and the candidates are
-composed from those values in Python, by the same rule (``_clause``) that builds their Z3
-formulas. The loop ends when the query is unsatisfiable: the live set is inductive at that
-size. Targets a model falsifies are reported and dropped from the goal.
+agent and one agent the home points at) every candidate is the conjunction of its instances.
+The search is counterexample-driven and target first (``_Lazy``): each query asks for a step
+from a state satisfying the chosen candidates and the targets (the spec's invariants, no model
+error, no message without a transition, one message per kind) to one violating one of them;
+the simplest candidate false in its pre-state is chosen, or, when none is, every candidate
+false after the step is dropped. Candidates are evaluated in Python from the values of their
+*atoms* (``infer_atoms``; each is one Z3 term per agent or message slot, built once), by the
+same rule (``_clause``) that builds their Z3 formulas, so only the chosen ones are encoded.
+The chosen set is then minimised (``_Lazy.minimize``).
 
-Inductive at one size is a heuristic for every size: the support (unsat cores of the targets'
-preservation, closed under the candidates they use) is proved again from scratch by the
-parameterised prover (``param.prove_all``), which decides the verdict. The quantifier-free
-parameterised weakening (``infer_qf``) is the other selection; this one asks 10-100x fewer,
-smaller queries.
+Inductive at one size is a heuristic for every size: the chosen set is proved again from
+scratch by the parameterised prover (``param.prove_all``), which decides the verdict. The
+quantifier-free parameterised weakening (``infer_qf``) is the other selection; this one asks
+10-100x fewer, smaller queries.
 """
 
 from __future__ import annotations
@@ -338,10 +338,9 @@ def _for_agent0(enc: Encoder, a: Any, keys: dict[str, list[tuple[int, int, int]]
 
 def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agents: int = 4,
                    progress: Callable[[str], None] | None = None,
-                   rlimit: int = CHECK_RLIMIT, select: bool = True) -> FiniteResult:
-    """With ``select``: a small set of candidates that, with the targets, is inductive at
-    ``agents`` agents (``_Lazy``; ``alive`` is what no counterexample dropped). Without: the
-    inductive subset of ``cands`` at that size (eager Houdini; no support)."""
+                   rlimit: int = CHECK_RLIMIT) -> FiniteResult:
+    """A small set of candidates (``support``) that, with the targets, is inductive at
+    ``agents`` agents; ``alive`` is what no counterexample dropped."""
     from coherence.spec.load import rebind
     say = progress or (lambda _s: None)
     t0 = time.perf_counter()
@@ -377,9 +376,6 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
     at_cur = AtomTerms(enc, exprs, cur)
     at_nxt = AtomTerms(enc, exprs, nxt)
     n = enc.n
-    solver = z3.SolverFor("QF_BV")
-    solver.set("rlimit", rlimit)
-    solver.add(pre(system.domain), pre(system.assumed), pre(system.trans))
     targets: dict[str, tuple[Any, Any]] = {}  # name -> (bad at cur, bad at nxt)
     for (kind, name), (bad, _extra) in system.groups.items():
         if kind == "deadlock":
@@ -392,28 +388,29 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
     if not z3.is_false(twice):
         targets[ONE_PER_KIND] = (z3.BoolVal(False), pre(twice))
     tind = {t: z3.Bool(f"target_{k}") for k, t in enumerate(targets)}
-    for t, (bad_cur, _b) in targets.items():
-        solver.add(z3.Implies(tind[t], z3.Not(bad_cur)))
+    base = [pre(system.domain), pre(system.assumed), pre(system.trans),
+            *[z3.Implies(tind[t], z3.Not(bad)) for t, (bad, _b) in targets.items()]]
+    solver = z3.SolverFor("QF_BV")
+    solver.set("rlimit", rlimit)
+    solver.add(*base)
     t1 = time.perf_counter()
     say(f"Houdini at {n} agents: {len(cands)} candidates, atoms encoded ({t1 - t0:.1f} s)")
     run = _Lazy(solver, cands, tpl, at_cur, at_nxt, n, targets, tind)
-    chosen, alive, failed = run.solve(eager=not select, say=say)
+    chosen, alive, failed = run.solve(say)
     t2 = time.perf_counter()
     picked = len(chosen)
-    if select:  # on a solver free of the selection's goals and learnt clauses: 2x faster
-        base = [pre(system.domain), pre(system.assumed), pre(system.trans),
-                *[z3.Implies(tind[t], z3.Not(bad)) for t, (bad, _b) in targets.items()]]
-        run.solver = z3.SolverFor("QF_BV")
-        run.solver.set("rlimit", rlimit)
-        run.solver.add(*base, *[z3.Implies(run.ind[k], run.pre[k]) for k in chosen])
-        chosen = run.minimize(chosen, set(targets) - set(failed))
+    # on a solver free of the selection's goals and learnt clauses: 2x faster
+    run.solver = z3.SolverFor("QF_BV")
+    run.solver.set("rlimit", rlimit)
+    run.solver.add(*base, *[z3.Implies(run.ind[k], run.pre[k]) for k in chosen])
+    chosen = run.minimize(chosen, set(targets) - set(failed))
     t3 = time.perf_counter()
     stats = {"queries": run.queries, "selection_queries": run.picks, "unknown": 0,
              "dropped": len(cands) - len(alive), "agents": n, "picked": picked,
              "minimized": len(chosen),
              "seconds": {"encode": round(t1 - t0, 3), "fixpoint": round(t2 - t1, 3),
                          "support": round(t3 - t2, 3)}}
-    return FiniteResult(sorted(alive), sorted(chosen) if select else [], failed, stats)
+    return FiniteResult(sorted(alive), sorted(chosen), failed, stats)
 
 
 class _Lazy:
@@ -428,8 +425,7 @@ class _Lazy:
     loop ends when the query is unsatisfiable: C with the targets is inductive at ``n``.
 
     Candidates are encoded as formulas only when they join C: the alive set is evaluated in
-    Python from the atoms' values (``holds``), so a thousand candidates cost no solver time.
-    With ``eager`` the goal is the whole alive set (the plain Houdini fixpoint)."""
+    Python from the atoms' values (``holds``), so a thousand candidates cost no solver time."""
 
     def __init__(self, solver: z3.Solver, cands: list[Candidate], tpl: Templates,
                  at_cur: AtomTerms, at_nxt: AtomTerms, n: int,
@@ -476,15 +472,12 @@ class _Lazy:
                 out.discard(k)
         return out
 
-    def solve(self, eager: bool, say: Callable[[str], None]
-              ) -> tuple[set[int], set[int], list[str]]:
+    def solve(self, say: Callable[[str], None]) -> tuple[set[int], set[int], list[str]]:
         cands, tpl, n = self.cands, self.tpl, self.n
         alive = set(range(len(cands)))
         live_t = set(self.targets)
         failed: list[str] = []
-        chosen: set[int] = set(alive) if eager else set()
-        for k in chosen:
-            self._encode(k)
+        chosen: set[int] = set()
         order = sorted(alive, key=lambda k: (cands[k].size, _KIND_RANK.get(cands[k].kind, 3),
                                              k))
         while True:

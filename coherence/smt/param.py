@@ -855,12 +855,7 @@ def _prove(model: ir.Model, budget: Budget, refute_depth: int, notes: list[str],
     unknown: list[str] = []
     shared_context: tuple[int, ...] = ()
     shared = z3.Solver()
-    grounded: list[Grounded] = []  # the current action's, built on first use
-
-    def ground() -> Grounded:
-        if not grounded:
-            grounded.append(Grounded(q))
-        return grounded[0]
+    grounded: Grounded | None = None  # the current action's
     for i, q in enumerate(queries):
         if progress is not None:
             progress(i, len(queries), f"obligation {q.goal}: {q.what}")
@@ -877,9 +872,8 @@ def _prove(model: ir.Model, budget: Budget, refute_depth: int, notes: list[str],
         elif context != shared_context:  # queries of one action share all but their last
             shared, shared_context = z3.Solver(), context
             shared.add(*q.assertions[:-1])
-            grounded.clear()
-        answer, cti, why = _settle(model, q, shared, budget,
-                                   ground if shape is None and q.what != "init" else None)
+            grounded = Grounded(q) if q.what != "init" else None
+        answer, cti, why = _settle(model, q, shared, budget, grounded)
         if answer == z3.unsat:
             continue
         where = ("the initial state" if q.what == "init"
@@ -917,33 +911,38 @@ GROUND_RLIMIT = 30_000_000  # Z3 units per quantifier-free try (deterministic)
 
 
 class Grounded:
-    """NOTE(param-ground-first): an action's hypotheses with every universal quantifier over
+    """NOTE(param-ground-fallback): an action's hypotheses with every universal quantifier over
     nodes instantiated at the nodes the step touches (its agent, parameters and message
     source, the state's node variables, two witnesses shared by every goal; ``infer_ground``),
-    in one solver. Instances are consequences of the hypotheses and the goal's existentials
-    are Skolemized, so an unsatisfiable answer proves the obligation; any other answer only
-    sends it on to the quantified solver. Z3 decides these in milliseconds where the
-    quantified form can take a minute."""
+    in one solver, built on the first ``proves`` (most actions never need it). Instances are
+    consequences of the hypotheses and the goal's existentials are Skolemized, so an
+    unsatisfiable answer proves the obligation; any other answer only sends it on to the
+    quantified solver. Z3 decides these in milliseconds where the quantified form can take
+    a minute."""
 
     def __init__(self, q: Query) -> None:
-        from coherence.smt.infer_ground import Grounder
+        self.query = q
         self.pool = list(z3.Consts("ground_k1 ground_k2 ground_k3", NODE))
-        nodes = [x for x in q.pre.leaves() if x.sort() == NODE]
-        consts = [c for c in q.consts if c.sort() == NODE]
-        self.grounder = Grounder(NODE, [HOME, *consts, *nodes, *self.pool[:2]])
-        self.solver = z3.Solver()
-        self.solver.set("rlimit", GROUND_RLIMIT)
-        self.solver.add(*[self.grounder.ground(a, True) for a in q.assertions[:-1]])
+        self.solver: Any = None
 
     def proves(self, goal: Any) -> bool:
-        return self.solver.check(self.grounder.goal(goal, self.pool)) == z3.unsat
+        if self.solver is None:
+            from coherence.smt.infer_ground import Grounder
+            q = self.query
+            nodes = [x for x in q.pre.leaves() if x.sort() == NODE]
+            consts = [c for c in q.consts if c.sort() == NODE]
+            self.grounder = Grounder(NODE, [HOME, *consts, *nodes, *self.pool[:2]])
+            self.solver = z3.Solver()
+            self.solver.set("rlimit", GROUND_RLIMIT)
+            self.solver.add(*[self.grounder.ground(a, True) for a in q.assertions[:-1]])
+        return bool(self.solver.check(self.grounder.goal(goal, self.pool)) == z3.unsat)
 
 
 def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
-            grounded: Callable[[], Grounded] | None = None) -> tuple[Any, Any, str]:
+            grounded: Grounded | None = None) -> tuple[Any, Any, str]:
     """(answer, concrete CTI or None, why unknown) of one query: a quick try on the action's
     incremental solver (about 3x faster than a fresh solver per query), when it gives up the
-    quantifier-free try (``grounded``: the action's, built on first use), a counterexample
+    quantifier-free try (``grounded``: the action's), a counterexample
     with 1-2 agents, a fresh solver, a counterexample with 3-4 agents, then the long try."""
     from coherence.smt.param_cti import MAX_AGENTS, find_cti
     step = q.what != "init"
@@ -953,7 +952,7 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
     if answer == z3.unsat:
         return answer, None, why
     if answer == z3.unknown and step and grounded is not None \
-            and grounded().proves(q.assertions[-1]):
+            and grounded.proves(q.assertions[-1]):
         return z3.unsat, None, ""
     cti = find_cti(model, q, budget, range(1, 3)) if step else None
     if cti is not None:

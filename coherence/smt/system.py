@@ -88,8 +88,8 @@ class Encoder(ModelTables):
                         self.sending_machines[self.msg_index[st.message]].add(machine.name)
         self.coherence_names = [p.name for p in model.properties if p.kind == "coherence"]
         # NOTE(infer-keyed-slots): per unordered network, (type, src, dst) -> its one slot,
-        # where a send goes (a second message of one key is a model error); empty: a send
-        # takes the first free slot, as the semantics does
+        # where a send goes (a second message of one key is ``StepResult.sent_twice``);
+        # empty: a send takes the first free slot, as the semantics does
         self.keyed: dict[int, dict[tuple[int, int, int], int]] = {}
         self.actions = self._actions()
 
