@@ -39,6 +39,9 @@ def add_args(p: argparse.ArgumentParser) -> None:
                         "hand-written aux invariants (tests/specs/infer/, or the --proofs "
                         "given), beside the proof with them: candidates, kept, seconds per "
                         "phase")
+    p.add_argument("--mine-engine", choices=("auto", "reference"), default="auto",
+                   help="with --infer: the search the candidates are mined from (see prove "
+                        "--mine-engine; default: auto)")
     p.add_argument("--hier", action="store_true",
                    help="instead: the proofs of hierarchical specs for every size of one index "
                         "type (smt/bench.py's HIER_PROOFS), beside the checker at 2 and 3 ids")
@@ -140,6 +143,7 @@ def _run_hier(args: argparse.Namespace) -> int:
 
 def _run_infer(args: argparse.Namespace) -> int:
     from coherence.commands.common import out_console, reporter
+    from coherence.commands.infer_states import state_source
     from coherence.smt.bench import INFER_SPECS, infer_row
 
     pairs: list[tuple[str, str | None]] = list(INFER_SPECS)
@@ -147,14 +151,16 @@ def _run_infer(args: argparse.Namespace) -> int:
         pairs = [(s, None) for s in args.proofs]
     with reporter(args, "coherence bench prove") as rep:
         rep.header(None, {}, "z3", {"proof_timeout": args.proof_timeout,
-                                    "rlimit": args.rlimit}, infer=[s for s, _ in pairs])
+                                    "rlimit": args.rlimit}, infer=[s for s, _ in pairs],
+                   mine_engine=args.mine_engine)
         rows = []
         for i, (spec, base) in enumerate(pairs):
             what = f"case {i + 1} of {len(pairs)}: prove --infer {spec}"
             rep.update(what, done=i, total=len(pairs), force=True)
             rows.append(infer_row(spec, base, args.proof_timeout, args.rlimit,
                                   progress=lambda s, what=what, i=i: rep.update(
-                                      f"{what}: {s}", done=i, total=len(pairs))))
+                                      f"{what}: {s}", done=i, total=len(pairs)),
+                                  source=state_source(args.mine_engine)))
         rep.finish("measured", 0, cases=len(pairs))
     if args.json:
         emit_json({"tool": "coherence bench prove --infer", "infer": rows})

@@ -58,6 +58,10 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--infer", action="store_true",
                    help="with --agents any: find the auxiliary invariants the proof needs "
                         "(mined from reachable states, selected by Houdini, proved again)")
+    p.add_argument("--mine-engine", choices=("auto", "reference"), default="auto",
+                   help="with --infer: the search that finds the reachable states candidates "
+                        "are mined from: auto (the compiled engine where it can run and gives "
+                        "the same states, else the reference), or reference (default: auto)")
     p.add_argument("--write", action="store_true",
                    help="with --infer: append the inferred invariants to SPEC, after a "
                         "marker comment (refused if SPEC changed since it was read)")

@@ -15,6 +15,7 @@ from coherence.cli import emit_json
 
 def run_infer(args: argparse.Namespace, model: Any, header: Callable[..., None]) -> int:
     from coherence.commands.common import draw_failures
+    from coherence.commands.infer_states import state_source
     from coherence.progress import reporter
     from coherence.smt.infer import InferOptions, appended_text, infer
     from coherence.smt.report import param_json, print_param
@@ -22,7 +23,8 @@ def run_infer(args: argparse.Namespace, model: Any, header: Callable[..., None])
     opts = InferOptions(timeout=args.timeout, final_rlimit=args.rlimit)
     with reporter(args, "coherence prove") as rep:
         header(rep, args, model, "z3 proof for every number of agents, invariants inferred")
-        result = infer(model, opts, progress=lambda s: rep.update(s, force=True))
+        result = infer(model, opts, progress=lambda s: rep.update(s, force=True),
+                       source=state_source(args.mine_engine))
         rep.finish(result.proof.verdict, result.proof.exit_code)
     proof = result.proof
     written = None

@@ -14,7 +14,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from coherence.smt.infer_mine import StateSource
 
 SPECS = Path(__file__).resolve().parents[2] / "specs"  # the repository's bundled specs
 DEFAULT_SPECS = [str(SPECS / n) for n in (
@@ -83,9 +86,11 @@ INFER_SPECS = [(str(NOAUX / f"{n}.coh"), str(SPECS / f"{n}.coh"))
 
 def infer_row(spec: str, baseline: str | None, timeout: float,
               rlimit: int | None = None,
-              progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+              progress: Callable[[str], None] | None = None,
+              source: StateSource | None = None) -> dict[str, Any]:
     """``prove --agents any --infer`` on ``spec`` (coherence monitors skipped): verdict,
-    counts and seconds per phase; beside it the proof of ``baseline`` (hand-written aux)."""
+    counts and seconds per phase; beside it the proof of ``baseline`` (hand-written aux).
+    ``source``: mining's state source (``infer``)."""
     from coherence.errors import SpecError
     from coherence.smt.infer import InferOptions, infer
     from coherence.spec.load import load_spec
@@ -96,7 +101,7 @@ def infer_row(spec: str, baseline: str | None, timeout: float,
     t = time.perf_counter()
     row: dict[str, Any] = {"spec": spec}
     try:
-        r = infer(model, InferOptions(timeout=timeout, final_rlimit=rlimit), progress)
+        r = infer(model, InferOptions(timeout=timeout, final_rlimit=rlimit), progress, source)
         row.update(verdict=r.proof.verdict, detail=r.missing or r.proof.reason or "",
                    stats=r.stats, invariants=r.lines)
     except SpecError as err:

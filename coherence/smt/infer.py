@@ -26,6 +26,7 @@ from coherence.smt.state import Unsupported
 
 if TYPE_CHECKING:
     from coherence.smt.infer_finite import FiniteResult
+    from coherence.smt.infer_mine import StateSource
     from coherence.smt.infer_qf import QFResult
 
 
@@ -56,11 +57,14 @@ PREFIX = "inferred"
 
 
 def infer(model: ir.Model, options: InferOptions | None = None,
-          progress: Callable[[str], None] | None = None) -> InferResult:
+          progress: Callable[[str], None] | None = None,
+          source: StateSource | None = None) -> InferResult:
     """Mine, select and prove (see the module docstring). Raises ``Unsupported`` (exit 2) for a
-    spec outside the fragment of ``--agents any``, before any exploration."""
+    spec outside the fragment of ``--agents any``, before any exploration. ``source``: how
+    mining gets reachable states (``infer_mine.StateSource``; default the reference search),
+    e.g. the compiled engine's, which only the command layer may import."""
     from coherence.smt.infer_finite import houdini_finite
-    from coherence.smt.infer_mine import mine
+    from coherence.smt.infer_mine import explore, mine
     from coherence.smt.infer_qf import houdini_qf
     from coherence.smt.param import ParamEncoder
     from coherence.spec.load import extend
@@ -76,7 +80,7 @@ def infer(model: ir.Model, options: InferOptions | None = None,
         return InferResult(proof, [], {}, f"no inference: {unsupported.message}", model)
     say("exploring small instances")
     cands, mstats, templates = mine(model, opts.sizes, opts.max_states, opts.explore_seconds,
-                                    opts.literals)
+                                    opts.literals, source=source or explore)
     t1 = time.perf_counter()
     if mstats.broken is not None:
         refuted = _refute_early(model, mstats.broken, opts, t0, say)
@@ -107,8 +111,10 @@ def infer(model: ir.Model, options: InferOptions | None = None,
                       progress=lambda d, t, what: say(f"final proof: {what} ({d} of {t})"))
     t3 = time.perf_counter()
     stats = {
-        "explored": [{"agents": n, "states": s, "complete": c, "seconds": round(sec, 3)}
-                     for n, s, c, sec in mstats.sizes],
+        "explored": [{"agents": n, "states": s, "complete": c, "seconds": round(sec, 3),
+                      "engine": engine, **({"note": note} if note else {})}
+                     for (n, s, c, sec), (engine, note) in zip(mstats.sizes, mstats.engines,
+                                                               strict=True)],
         "conjunctions_tested": mstats.generated,
         "candidates": len(cands),
         "after_houdini": len(h.alive),

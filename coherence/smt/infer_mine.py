@@ -25,6 +25,7 @@ from coherence.errors import SpecError
 from coherence.explore import Search, StateLimit, bfs
 from coherence.semantics import UNDEF, Semantics, State
 from coherence.smt.infer_atoms import Atom, Env, Vocabulary, vocabulary
+from coherence.symmetry import Symmetry
 
 
 class _OutOfTime(Exception):
@@ -44,6 +45,23 @@ class Explored:
     # the first failure met (an invariant, a model error, a message no transition takes)
     # and the depth of its state: the search stops there (the spec is refuted, not proved)
     broken: tuple[str, int] | None = None
+    engine: str = "reference"  # whose search found the states
+    note: str | None = None  # why the reference search ran when another was asked for
+
+
+# How mining gets the reachable states of one size: ``explore`` below (the reference BFS),
+# or a faster engine's search with the same contract, which the command layer passes down
+# (back ends never import each other): (model, agents, max_states, deadline) -> Explored.
+StateSource = Callable[[ir.Model, int, int, float], Explored]
+
+
+def symmetry_of(sem: Semantics) -> Symmetry | None:
+    """The agent symmetry the mining search reduces by, None for a model outside symmetry
+    reduction (then the plain search): one decision for every state source."""
+    try:
+        return Symmetry(sem)
+    except Exception:
+        return None
 
 
 def explore(model: ir.Model, agents: int, max_states: int, deadline: float) -> Explored:
@@ -51,15 +69,13 @@ def explore(model: ir.Model, agents: int, max_states: int, deadline: float) -> E
     is symmetric), breadth first, up to ``max_states`` or the ``deadline``
     (``time.perf_counter()``): a prefix of the search is still a set of reachable states."""
     from coherence.spec.load import rebind
-    from coherence.symmetry import Symmetry
     t0 = time.perf_counter()
     inst = rebind(model, {"agents": agents})
     sem = Semantics(inst)
-    try:
-        sym = Symmetry(sem)
-        key: Callable[[State], Any] | None = lambda s: sym.canonical(s)[0]  # noqa: E731
-    except Exception:  # a model outside symmetry reduction: the plain search
-        key = None
+    sym = symmetry_of(sem)
+    key: Callable[[State], Any] | None = None
+    if sym is not None:
+        key = lambda s: sym.canonical(s)[0]  # noqa: E731
 
     def expand(i: int, state: State, add: Callable[[State], int]) -> None:
         if time.perf_counter() > deadline:
@@ -215,18 +231,21 @@ class MineStats:
     seconds_explore: float
     seconds_filter: float
     broken: tuple[int, str, int] | None = None  # (agents, failure, depth): the first met
+    engines: list[tuple[str, str | None]] = attrs.Factory(list)  # per size: engine, note
 
 
 def mine(model: ir.Model, sizes: Iterable[int] = (2, 3), max_states: int = 20_000,
          explore_seconds: float = 6.0, max_literals: dict[str, int] | None = None,
-         pairs: bool = True) -> tuple[list[Candidate], MineStats, Templates]:
-    """Candidates that hold in every explored state of every size in ``sizes``."""
+         pairs: bool = True, source: StateSource = explore,
+         ) -> tuple[list[Candidate], MineStats, Templates]:
+    """Candidates that hold in every explored state of every size in ``sizes`` (found by
+    ``source``: the reference search unless the caller passes a faster one)."""
     t0 = time.perf_counter()
     deadline = t0 + explore_seconds
     explored: list[Explored] = []
     for n in sizes:
         try:
-            ex = explore(model, n, max_states, deadline)
+            ex = source(model, n, max_states, deadline)
         except SpecError:  # a size the spec's agents range excludes
             continue
         explored.append(ex)
@@ -258,7 +277,8 @@ def mine(model: ir.Model, sizes: Iterable[int] = (2, 3), max_states: int = 20_00
     out = _across_templates(out)
     stats = MineStats([(ex.agents, len(ex.states), ex.complete, ex.seconds) for ex in explored],
                       {k: len(t.rows) for k, t in tables.items()}, generated, len(out),
-                      t1 - t0, time.perf_counter() - t1, broken)
+                      t1 - t0, time.perf_counter() - t1, broken,
+                      [(ex.engine, ex.note) for ex in explored])
     return out, stats, tpl
 
 

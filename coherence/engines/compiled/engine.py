@@ -230,9 +230,11 @@ def run_search(lib: Library, options: CheckOptions, table_log2: int = 0,
 
 
 def run_library(lib: Library, keys: Sequence[FailureKey], options: CheckOptions,
-                decode: Callable[[bytes], int], table_log2: int = 0) -> RawResult:
+                decode: Callable[[bytes], int], table_log2: int = 0,
+                keep: list[int] | None = None) -> RawResult:
     """One search with a loaded library; ``decode`` turns a packed state's bytes into the
-    layout's integer (``Layout.from_bytes``)."""
+    layout's integer (``Layout.from_bytes``). With ``keep``, every state the search stored
+    is appended to it, packed (before the runtime frees them)."""
     if len(keys) != lib.num_keys:
         raise RuntimeError(f"the library has {lib.num_keys} failure keys, the model "
                            f"{len(keys)}")
@@ -248,6 +250,8 @@ def run_library(lib: Library, keys: Sequence[FailureKey], options: CheckOptions,
                 found.append((depth.value, k,
                               RawFailure(key, [decode(b) for b in lib.path_to(sid)])))
         failures = [f for _, _, f in sorted(found, key=lambda x: x[:2])]
+        if keep is not None:
+            keep += stored_states(lib, int(p.states), decode)
         lib.lib.co_free()
     peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     states = int(p.states)
@@ -263,6 +267,17 @@ def run_library(lib: Library, keys: Sequence[FailureKey], options: CheckOptions,
     LAST_STATS.clear()
     LAST_STATS.update(lib_stats)
     return result
+
+
+def stored_states(lib: Library, count: int, decode: Callable[[bytes], int]) -> list[int]:
+    """The states ``0 .. count - 1`` of the library's last search, packed (until ``co_free``)."""
+    buf = (ctypes.c_uint64 * lib.words)()
+    out = []
+    for i in range(count):
+        if lib.lib.co_state_at(i, buf) != 0:
+            raise RuntimeError(f"co_state_at: no state {i}")
+        out.append(decode(bytes(buf)))
+    return out
 
 
 # The runtime's own figures for the last search (table size, resizes and their time, storage
@@ -283,6 +298,22 @@ class CompiledEngine:
         return None
 
     def explore(self, model: ir.Model, layout: Layout, options: CheckOptions) -> RawResult:
+        lib, keys = self._library(model, layout)
+        return run_library(lib, keys, options, layout.from_bytes)
+
+    def reachable(self, model: ir.Model, layout: Layout, options: CheckOptions,
+                  extra_flags: Sequence[str] = ()) -> tuple[RawResult, list[int]]:
+        """``explore``, and every state it stored, packed (symmetry-reduced under
+        ``options.symmetry``: one representative of each orbit the search met): for the
+        mining of candidate invariants (``coherence.smt.infer_mine``). ``extra_flags`` go to
+        the compiler after the default ones (``build``)."""
+        lib, keys = self._library(model, layout, extra_flags)
+        kept: list[int] = []
+        return run_library(lib, keys, options, layout.from_bytes, keep=kept), kept
+
+    def _library(self, model: ir.Model, layout: Layout,
+                 extra_flags: Sequence[str] = ()) -> tuple[Library, list[FailureKey]]:
+        """The model's library, built or from the cache, and its failure keys."""
         from coherence.engines import EngineUnavailable
         from coherence.engines.cgen.codegen import CodegenError, generate
 
@@ -291,12 +322,12 @@ class CompiledEngine:
         except CodegenError as err:
             raise EngineUnavailable(f"the compiled engine cannot translate this model: "
                                     f"{err}") from err
-        path, _cached = build(generated.source)
+        path, _cached = build(generated.source, extra_flags)
         lib = Library.load(path)
         if lib.words != layout.words or lib.bits != layout.bits:
             raise RuntimeError(f"generated code packs {lib.bits} bits in {lib.words} words, "
                                f"the layout {layout.bits} in {layout.words}")
-        return run_library(lib, generated.keys, options, layout.from_bytes)
+        return lib, list(generated.keys)
 
     @property
     def liveness_graph(self) -> GraphBuilder:
