@@ -39,9 +39,7 @@ def compiled_states(model: ir.Model, agents: int, max_states: int,
                     deadline: float) -> Explored:
     """``infer_mine.explore``'s answer, from the compiled engine where it gives the same (see
     the module docstring); ``Explored.note`` says why the reference search ran instead."""
-    from coherence.engines import EngineUnavailable, get_engine
-    from coherence.engines.compiled import CompiledEngine
-    from coherence.engines.compiled.build import BuildError
+    from coherence.engines import EngineUnavailable
     from coherence.engines.stopping import time_limit_reached
     from coherence.errors import SpecError
     from coherence.layout import Layout, LayoutError
@@ -58,8 +56,12 @@ def compiled_states(model: ir.Model, agents: int, max_states: int,
         ex.seconds = time.perf_counter() - t0  # with the compiled attempt's
         return ex
 
-    engine = get_engine("compiled")
-    assert isinstance(engine, CompiledEngine)
+    try:
+        from coherence.engines.compiled import CompiledEngine
+        from coherence.engines.compiled.build import BuildError
+    except ImportError as err:  # pragma: no cover - a broken installation
+        return reference(f"the compiled engine cannot be loaded: {err}")
+    engine = CompiledEngine()
     reason = engine.available()
     if reason is not None:
         return reference(reason)
@@ -72,7 +74,7 @@ def compiled_states(model: ir.Model, agents: int, max_states: int,
     except (EngineUnavailable, LayoutError, BuildError, SpecError) as err:
         # SpecError: CompilerNotFound (a compiler that cannot run); BuildError: a compiler
         # that rejects the generated code (a bug, but the reference search still answers)
-        return reference(str(err).splitlines()[0])
+        return reference((getattr(err, "message", None) or str(err)).splitlines()[0])
     if raw.failures:
         return reference("a failure was met (the reference search finds the first, and its "
                          "depth)")
