@@ -123,6 +123,34 @@ class ParamEncoder(ModelTables):
             raise Unsupported(f"assume {a.name}: state constraints are not supported with "
                               "--agents any (they bound the search of one configuration; "
                               "prove with --agents N)", a.span)
+        self.queue_sorts: dict[str, list[Any]] = {}
+        if self.shape is None:  # a hierarchical encoder sets them once it has its shape
+            self.set_queue_sorts()
+
+    def set_queue_sorts(self) -> None:
+        self.queue_sorts = {net.name: self.queue_field_sorts(net)
+                            for net in self.model.networks if net.ordering is ir.Ordering.FIFO}
+
+    def queue_field_sorts(self, net: ir.Network) -> list[Any]:
+        """The sort of each field position of a FIFO network's queue slots: a slot holds any
+        of the network's message types, so the types must agree on the sort at a position
+        (MSI's FwdGetS(req), FwdGetM(req) and Inv(req) all carry an agent first)."""
+        sorts: list[Any] = []
+        for msg in self.model.messages:
+            if msg.network != net.name:
+                continue
+            for j, f in enumerate(msg.fields):
+                fs = self.field_sort(f)
+                if j == len(sorts):
+                    sorts.append(fs)
+                elif sorts[j] != fs:
+                    raise Unsupported(f"message {msg.name}: field {f.name} is a "
+                                      f"{'node' if fs == NODE else 'number'} where other "
+                                      f"messages on fifo network {net.name} carry a "
+                                      f"{'node' if sorts[j] == NODE else 'number'}; with "
+                                      "--agents any the messages of a fifo network must agree "
+                                      "on each field's kind", f.span)
+        return sorts
 
     def is_agent(self, x: Any) -> Any:
         """Whether node ``x`` is an instance of the replicated machine (a cache)."""
@@ -147,7 +175,12 @@ class ParamEncoder(ModelTables):
         return PState(g, h, cv, nets)
 
     def field_sort(self, f: ir.Field) -> Any:
-        """The Z3 sort of a message field on an unordered network."""
+        """The Z3 sort of a message field: agents are nodes, everything else a number."""
+        if isinstance(f.type, (ir.AgentT, ir.NodeT)):
+            return NODE
+        if isinstance(f.type, (ir.SetT, ir.ArrayT)):
+            raise Unsupported("set- and array-valued message fields are not supported with "
+                              "--agents any", f.span)
         return BV
 
     def fresh_nets(self, prefix: str) -> list[Any]:
@@ -166,11 +199,12 @@ class ParamEncoder(ModelTables):
                      for t, x in tys}))
                 continue
             cap = net.capacity
+            sorts = self.queue_sorts[net.name]
             nets.append((z3.Array(f"{prefix}|{net.name}.count", NODE, NODE, BV),
                          [z3.Array(f"{prefix}|{net.name}.type{k}", NODE, NODE, BV)
                           for k in range(cap)],
-                         [[z3.Array(f"{prefix}|{net.name}.f{k}.{j}", NODE, NODE, BV)
-                           for j in range(self.max_fields)] for k in range(cap)]))
+                         [[z3.Array(f"{prefix}|{net.name}.f{k}.{j}", NODE, NODE, fs)
+                           for j, fs in enumerate(sorts)] for k in range(cap)]))
         return nets
 
     def init_formula(self, s: PState) -> Any:
@@ -248,9 +282,11 @@ class ParamEncoder(ModelTables):
         def fields_ok(t: int, xs: list[Any]) -> list[Any]:
             fok = []
             for f, x in zip(m.messages[t].fields, xs, strict=False):
-                if isinstance(f.type, (ir.AgentT, ir.NodeT, ir.SetT)):
-                    raise Unsupported("agent-valued message fields are not supported "
-                                      "with --agents any", f.span)
+                if isinstance(f.type, ir.AgentT):  # an agent or undefined, never the home
+                    fok.append(x != HOME)
+                    continue
+                if isinstance(f.type, ir.NodeT):
+                    continue
                 lo, hi = (f.type.lo, f.type.hi) if isinstance(f.type, ir.IntT) else (
                     0, f.type.size() - 1)
                 fok.append(z3.Or(x == num(-(1 << 31)), z3.And(x >= lo, x <= hi)))
@@ -301,6 +337,8 @@ class PExec(Exec):
         self.depth = 0
         self.bound: list[tuple[Any, Any]] = []  # quantified variables we are in, and domains
         self.dups: list[Any] = []  # a send finds one of its kind already there (UNet)
+        # the sends of a ``for`` body being run for its symbolic agent: (type, fields, dst, pc)
+        self.captured: list[tuple[int, list[Any], Any, Any]] | None = None
 
     def error(self, cond: Any, bad: Any) -> None:
         c = all_of([cond, bad])
@@ -466,8 +504,65 @@ class PExec(Exec):
                 self.broadcast(s)
             return
         if isinstance(s, ir.For):
-            raise Unsupported("'for' is not supported with --agents any", s.span)
+            self.refresh()
+            if not z3.is_false(self.pc):
+                self.for_agents(s)
+            return
         super().stmt(s)
+
+    def for_agents(self, s: ir.For) -> None:
+        """``for a: agent { if c(a) { send M(..) to a; } }``: a multicast to the agents that
+        satisfy ``c``, every one at once. The body runs once for a symbolic agent and its sends
+        become array updates over every destination (NOTE(param-for-multicast))."""
+        _multicast_body(s)
+        x = z3.FreshConst(NODE, s.var)
+        saved = self.locals.get(s.var)
+        self.locals[s.var] = x
+        self.bound.append((x, is_agent(x)))
+        self.captured = []
+        try:
+            self.block(s.body)
+            sends = self.captured
+        finally:
+            self.captured = None
+            self.bound.pop()
+            if saved is None:
+                self.locals.pop(s.var, None)
+            else:
+                self.locals[s.var] = saved
+        for t, fields, dst, cond in sends:
+            assert dst.eq(x), "_multicast_body lets sends go only to the loop's agent"
+            self.multicast_send(t, fields, x, z3.And(cond, is_agent(x)))
+        self.refresh()
+
+    def multicast_send(self, t: int, fields: list[Any], x: Any, cond: Any) -> None:
+        """One message of type ``t`` to every agent ``x`` with ``cond``, ``fields`` and
+        ``cond`` being terms over ``x``."""
+        net_i = self.enc.net_index[self.enc.model.messages[t].network]
+        net = self.nets[net_i]
+        src = self.agent if self.agent is not None else HOME
+        a, b = z3.FreshConst(NODE, "mc_src"), z3.FreshConst(NODE, "mc_dst")
+        to = z3.And(a == src, z3.substitute(cond, (x, b)))
+        vals = [z3.substitute(v, (x, b)) for v in fields]
+        y = z3.FreshConst(NODE, "mc_y")
+        if isinstance(net, UNet):
+            old = net.present[t]
+            self.dups.append(z3.Exists([y], z3.And(z3.substitute(cond, (x, y)), old[src, y])))
+            net.present[t] = z3.Lambda([a, b], z3.Or(to, old[a, b]))
+            net.fields[t] = [z3.Lambda([a, b], z3.If(to, v, f[a, b]))
+                             for f, v in zip(net.fields[t], vals, strict=False)]
+            return
+        count, types, nfields = net
+        vals += [UNDEF_N if f.sort() == NODE else num(0) for f in nfields[0][len(vals):]]
+        self.blocks.append(z3.Exists([y], z3.And(z3.substitute(cond, (x, y)),
+                                                 count[src, y] >= len(types))))
+        for k in range(len(types)):
+            here = z3.And(to, count[a, b] == k)
+            types[k] = z3.Lambda([a, b], z3.If(here, num(t), types[k][a, b]))
+            nfields[k] = [z3.Lambda([a, b], z3.If(here, v, f[a, b]))
+                          for f, v in zip(nfields[k], vals, strict=True)]
+        self.nets[net_i] = (z3.Lambda([a, b], z3.If(to, count[a, b] + 1, count[a, b])), types,
+                            nfields)
 
     def broadcast(self, s: ir.Broadcast) -> None:
         """To every agent but the excluded one, at once: one array update over (src, dst)."""
@@ -512,6 +607,9 @@ class PExec(Exec):
 
     def deliver(self, t: int, fields: list[Any], dst: Any, span: Span) -> None:
         pc = self.pc
+        if self.captured is not None:  # in a ``for`` over the agents: see for_agents
+            self.captured.append((t, fields, dst, pc))
+            return
         net_i = self.enc.net_index[self.enc.model.messages[t].network]
         src = self.agent if self.agent is not None else HOME
         net = self.nets[net_i]
@@ -523,7 +621,8 @@ class PExec(Exec):
                              for f, v in zip(net.fields[t], fields, strict=False)]
             return
         count, types, nfields = net
-        fields = fields + [num(0)] * (self.enc.max_fields - len(fields))
+        fields = fields + [UNDEF_N if f.sort() == NODE else num(0)
+                           for f in nfields[0][len(fields):]]
         c = count[src, dst]
         for k in range(len(types)):
             here = z3.And(pc, c == k)
@@ -546,6 +645,43 @@ class PExec(Exec):
             arr = self.cvars[0]
             self.cvars[0] = z3.If(g == -1, arr, z3.Store(arr, agent, g))
         self.goto = num(-1)
+
+
+def _multicast_body(s: ir.For) -> None:
+    """NOTE(param-for-multicast): a ``for`` over the agents is encoded as one multicast, which
+    is the loop's meaning only when its iterations are independent: the body may only test
+    (``if``) and send to the loop's agent, and read no network (the sends of earlier
+    iterations would be in it)."""
+    if not isinstance(s.var_type, ir.AgentT):
+        raise Unsupported("'for' is supported with --agents any only over the agents", s.span)
+    for st in ir.walk_stmts(s.body):
+        if isinstance(st, ir.If):
+            exprs: tuple[Any, ...] = (st.cond,)
+        elif isinstance(st, ir.Send) and isinstance(st.dst, ir.Local) and st.dst.name == s.var:
+            exprs = st.args
+        else:
+            raise Unsupported("with --agents any, the body of a 'for' over the agents may only "
+                              f"test and send to {s.var} (it is encoded as a multicast)",
+                              getattr(st, "span", s.span))
+        for e in exprs:
+            where = _network_read(e)
+            if where is not None:
+                raise Unsupported("with --agents any, the body of a 'for' over the agents may "
+                                  "not read the networks (its sends are all made at once)",
+                                  where)
+
+
+def _network_read(e: Any) -> Span | None:
+    if isinstance(e, (ir.InFlight, ir.MsgQuant)):
+        return e.span
+    if attrs.has(type(e)):
+        for f in attrs.fields(type(e)):
+            v = getattr(e, f.name)
+            for x in v if isinstance(v, tuple) else (v,):
+                r = _network_read(x)
+                if r is not None:
+                    return r
+    return None
 
 
 @attrs.define
@@ -1033,6 +1169,9 @@ def _first_difference(a: Any, b: Any, agents: int = -1) -> Span | None:
         for f in attrs.fields(type(a)):
             if f.name in ("span", "file") or not f.eq:
                 continue
+            if (f.name == "capacity" and isinstance(a, ir.Network)
+                    and a.ordering is ir.Ordering.UNORDERED):
+                continue  # ignored by the encoding (``UNet``): a send there never blocks
             if f.name in ("agents", "n", "hi") and isinstance(getattr(a, f.name), int) and (
                     f.name != "hi" or getattr(a, f.name) == agents):
                 continue

@@ -51,6 +51,7 @@ def find_cti(model: ir.Model, query: Any, budget: Budget,
         solver.add(z3.Distinct(*elems))
         for x in _free_nodes(query.assertions, NODE):
             solver.add(z3.Or(*[x == e for e in elems]))
+        solver.add(*_node_arrays_in(query.pre.leaves(), elems))
         if solver.check() == z3.sat:
             if query.shape is not None:
                 from coherence.smt.param_cti_hier import replay_hier
@@ -103,6 +104,23 @@ def expand(t: Any, elems: list[Any], sort: Any, memo: dict[int, Any],
     else:
         out = t
     memo[key] = (t, out)
+    return out
+
+
+def _node_arrays_in(leaves: list[Any], elems: list[Any]) -> list[Any]:
+    """Node-valued arrays (an agent variable per cache, an agent field of a message) take
+    their values among ``elems`` at every point of ``elems``: the finite universe."""
+    from itertools import product
+
+    from coherence.smt.param import NODE
+    out = []
+    for x in leaves:
+        if not z3.is_array(x) or x.sort().range() != NODE:
+            continue
+        arity = z3.Z3_get_array_arity(x.ctx_ref(), x.sort().ast)
+        for at in product(elems, repeat=arity):
+            v = x[at] if arity > 1 else x[at[0]]
+            out.append(z3.Or(*[v == e for e in elems]))
     return out
 
 
@@ -247,7 +265,9 @@ def _state(inst: ir.Model, s: Any, c: _Concrete) -> State:
                 for si, src in enumerate(nodes):
                     for di, dst in enumerate(nodes):
                         if z3.is_true(c.m.eval(present[src, dst], model_completion=True)):
-                            fs = tuple(c.scalar(f[src, dst]) for f in pnet.fields[t])
+                            ftypes = [f.type for f in inst.messages[t].fields]
+                            fs = tuple(c.value(f[src, dst], ft) for f, ft in
+                                       zip(pnet.fields[t], ftypes, strict=True))
                             msgs.append((0, si, di, t, fs))
             nets.append(tuple(sorted(msgs)))
             continue
@@ -259,8 +279,9 @@ def _state(inst: ir.Model, s: Any, c: _Concrete) -> State:
                 items = []
                 for j in range(k):
                     t = c.scalar(types[j][src, dst])
-                    nf = len(inst.messages[t].fields)
-                    items.append((t, tuple(c.scalar(f[src, dst]) for f in fields[j][:nf])))
+                    ftypes = [f.type for f in inst.messages[t].fields]
+                    items.append((t, tuple(c.value(f[src, dst], ft) for f, ft in
+                                           zip(fields[j], ftypes, strict=False))))
                 if items:
                     queues.append(((si, di, 0), tuple(items)))
         nets.append(tuple(sorted(queues)) if net.ordering is ir.Ordering.FIFO else ())

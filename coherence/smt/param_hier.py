@@ -195,8 +195,8 @@ class HierEncoder(ParamEncoder):
     """``ParamEncoder`` for a hierarchical spec of shape ``shape`` (NOTE(param-hierarchy))."""
 
     def __init__(self, model: ir.Model, shape: Shape) -> None:
+        self.shape = shape  # before ParamEncoder's, which leaves the queue sorts to us
         super().__init__(model)
-        self.shape = shape
         self.rep = model.machine(shape.machine)
         self.singles = [z3.Const(node_name(i), NODE) for i in shape.singles]
         self.family: dict[str, list[int]] = {}
@@ -232,6 +232,7 @@ class HierEncoder(ParamEncoder):
                     raise Unsupported(f"message {msg.name}: a node-valued field on a fifo "
                                       "network is not supported with --agents any (unordered "
                                       "networks carry them)", f.span)
+        self.set_queue_sorts()
 
     def executor(self, s: PState) -> HExec:
         return HExec(self, s)
