@@ -1,0 +1,98 @@
+"""Agent-valued message fields and ``for`` over the agents (a multicast) in proofs for every N
+(NOTE(param-for-multicast)): encoded, refused where the encoding would not be the loop's
+meaning, and its counterexamples to induction replay in the reference semantics."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from coherence.smt.param import ParamEncoder, obligations, prove_all
+from coherence.smt.state import Unsupported
+from coherence.spec.load import load_spec
+from coherence.spec.select import drop_properties
+
+SPECS = Path(__file__).resolve().parent / "specs" / "infer"
+MSI_HOME_ACKS = SPECS / "msi_home_acks.coh"
+
+BASE = """
+param agents = 3;
+network req: unordered, capacity = agents;
+network fwd: fifo, capacity = 2;
+message Go on req;
+message Inv(req: agent) on fwd;
+home machine H {
+  stable state R; init R;
+  var sharers: set<agent> = {};
+  var last: agent = undefined;
+  on Go { BODY }
+}
+cache machine C { stable state I; init I; on Inv { } }
+invariant fine: true;
+"""
+
+
+def _write(tmp_path: Path, body: str) -> Path:
+    p = tmp_path / "m.coh"
+    p.write_text(BASE.replace("BODY", body))
+    return p
+
+
+def test_msi_home_acks_is_inside_the_fragment() -> None:
+    model = drop_properties(load_spec(MSI_HOME_ACKS), ["coherent"])
+    enc = ParamEncoder(model)
+    # FwdGetS, FwdGetM and Inv carry an agent first: the fwd queue's field 0 is a node
+    assert [str(s) for s in enc.queue_sorts["fwd"]] == ["Node"]
+    _enc, _s, queries = obligations(model)
+    assert any("GetM" in q.what for q in queries)
+
+
+@pytest.mark.parametrize(("body", "line", "what"), [
+    ("for a: agent { last := a; }", 11, "may only test and send"),
+    ("for a: agent { send Inv(a) to msg.src; }", 11, "may only test and send"),
+    ("for a: agent { if inflight(Inv, a) { send Inv(a) to a; } }", 11, "not read the networks"),
+])
+def test_a_for_that_is_not_a_multicast_is_refused_where_it_is(
+        tmp_path: Path, body: str, line: int, what: str) -> None:
+    model = load_spec(_write(tmp_path, body))
+    with pytest.raises(Unsupported) as err:
+        obligations(model)
+    assert err.value.span.line == line and what in err.value.message
+
+
+SHARERS = """
+param agents = 3;
+network req: unordered, capacity = agents;
+network fwd: fifo, capacity = 2;
+message Go on req;
+message Inv(req: agent) on fwd;
+home machine H {
+  stable state R; init R;
+  var sharers: set<agent> = {};
+  on Go { for a: agent { if TEST { send Inv(msg.src) to a; } } sharers.add(msg.src); }
+}
+cache machine C {
+  stable state I, G; init I;
+  rule Start in I { send Go to home; goto G; }
+  on Inv { }
+}
+invariant to_sharers: forall m: Inv :: m.dst in H.sharers && m.req != m.dst;
+invariant aux go_from_g: forall m: Go :: C[m.src].state == G;
+"""
+
+
+@pytest.mark.parametrize(("test", "proved"), [
+    ("a in sharers && a != msg.src", True),
+    ("a in sharers || a == msg.src", False),  # an Inv to the requestor itself
+    ("!(a in sharers)", False),       # to the others
+    ("a != msg.src", False),          # to every agent but the requestor
+])
+def test_the_multicast_goes_to_exactly_the_agents_its_test_selects(
+        tmp_path: Path, test: str, proved: bool) -> None:
+    p = tmp_path / "m.coh"
+    p.write_text(SHARERS.replace("TEST", test))
+    result = prove_all(load_spec(p), rlimit=50_000_000)
+    assert (result.verdict == "holds") == proved, result
+    if not proved:  # refuted by a concrete counterexample, not merely unknown
+        assert result.verdict == "fails", result
