@@ -96,3 +96,16 @@ def test_the_multicast_goes_to_exactly_the_agents_its_test_selects(
     assert (result.verdict == "holds") == proved, result
     if not proved:  # refuted by a concrete counterexample, not merely unknown
         assert result.verdict == "fails", result
+
+
+def test_a_cti_blocked_only_by_an_unordered_capacity_still_replays() -> None:
+    import subprocess
+    import sys
+    spec = SPECS / "join_then_go.coh"
+    r = subprocess.run([sys.executable, "-m", "coherence.cli", "prove", str(spec), "--agents",
+                        "any", "--rlimit", "50000000"], capture_output=True, text=True,
+                       check=False, cwd=SPECS.parent.parent.parent)
+    assert "Traceback" not in r.stderr, r.stderr
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert ("join_from_j can break with 1 agent(s) (with the unordered networks' capacities "
+            "not enforced") in r.stdout, r.stdout
