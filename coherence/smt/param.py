@@ -108,7 +108,6 @@ class ParamEncoder(ModelTables):
 
     def __init__(self, model: ir.Model) -> None:
         super().__init__(model)
-        self.max_fields = max((len(m.fields) for m in model.messages), default=0)
         self.n = 0  # no concrete agent ids in this encoding
         if model.lines != 1:
             raise Unsupported("--agents any needs lines = 1", NO_SPAN)
@@ -553,7 +552,7 @@ class PExec(Exec):
                              for f, v in zip(net.fields[t], vals, strict=False)]
             return
         count, types, nfields = net
-        vals += [UNDEF_N if f.sort() == NODE else num(0) for f in nfields[0][len(vals):]]
+        vals = _padded(vals, nfields[0])
         self.blocks.append(z3.Exists([y], z3.And(z3.substitute(cond, (x, y)),
                                                  count[src, y] >= len(types))))
         for k in range(len(types)):
@@ -565,28 +564,18 @@ class PExec(Exec):
                             nfields)
 
     def broadcast(self, s: ir.Broadcast) -> None:
-        """To every agent but the excluded one, at once: one array update over (src, dst)."""
+        """To every agent but the excluded one, at once: a multicast (``multicast_send``)."""
         pc = self.pc
         t = self.enc.msg_index[s.message]
-        net_i = self.enc.net_index[self.enc.model.messages[t].network]
-        net = self.nets[net_i]
-        if not isinstance(net, UNet):
+        if not isinstance(self.nets[self.enc.net_index[self.enc.model.messages[t].network]],
+                          UNet):
             raise Unsupported("'broadcast' is supported with --agents any only on unordered "
                               "networks", s.span)
         args = [self.expr(a, pc) for a in s.args]
         skip = self.check(self.expr(s.exclude, pc), pc) if s.exclude is not None else None
-        src = self.agent if self.agent is not None else HOME
-        a, b = z3.Consts("bc_src bc_dst", NODE)
-        to = z3.And(is_agent(b), TRUE if skip is None else b != skip)
-        y = z3.FreshConst(NODE, "bc_y")
-        self.dups.append(z3.And(pc, z3.Exists([y], z3.And(is_agent(y), TRUE if skip is None
-                                                           else y != skip,
-                                                           net.present[t][src, y]))))
-        here = z3.And(a == src, to)
-        old = net.present[t]
-        net.present[t] = z3.If(pc, z3.Lambda([a, b], z3.Or(here, old[a, b])), old)
-        net.fields[t] = [z3.If(pc, z3.Lambda([a, b], z3.If(here, v, f[a, b])), f)
-                         for f, v in zip(net.fields[t], args, strict=True)]
+        x = z3.FreshConst(NODE, "bc_dst")
+        self.multicast_send(t, args, x, z3.And(pc, is_agent(x),
+                                               TRUE if skip is None else x != skip))
 
     def write(self, target: ir.Expr, value: Any, cond: Any) -> None:
         if isinstance(target, ir.MVar) and target.agent is not None:
@@ -621,8 +610,7 @@ class PExec(Exec):
                              for f, v in zip(net.fields[t], fields, strict=False)]
             return
         count, types, nfields = net
-        fields = fields + [UNDEF_N if f.sort() == NODE else num(0)
-                           for f in nfields[0][len(fields):]]
+        fields = _padded(fields, nfields[0])
         c = count[src, dst]
         for k in range(len(types)):
             here = z3.And(pc, c == k)
@@ -645,6 +633,11 @@ class PExec(Exec):
             arr = self.cvars[0]
             self.cvars[0] = z3.If(g == -1, arr, z3.Store(arr, agent, g))
         self.goto = num(-1)
+
+
+def _padded(fields: list[Any], slot: list[Any]) -> list[Any]:
+    """A message's fields filled up to a queue slot's positions (undefined nodes, zeros)."""
+    return fields + [UNDEF_N if f.sort() == NODE else num(0) for f in slot[len(fields):]]
 
 
 def _multicast_body(s: ir.For) -> None:
