@@ -26,8 +26,6 @@ import time
 from coherence import ir
 from coherence.smt.infer_mine import Explored, StateSource, explore, symmetry_of
 
-# the choices of ``--mine-engine``
-MINE_ENGINES = ("auto", "reference")
 # Mining stops at ``InferOptions.max_states`` (50,000) states per size, which the library
 # explores in a tenth of a second even unoptimised, while -O3 takes 5 times longer to compile
 # (German at 3 agents: 0.17 s at -O0, 0.85 s at -O3, on the 2-core development machine): the
