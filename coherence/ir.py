@@ -380,6 +380,20 @@ class Quant:
 
 
 @attrs.frozen
+class Count:
+    """``count(a: agent :: body)``: how many values of ``var_type`` make ``body`` true, an
+    integer of type ``int[0..size]``. Invariants about counters need it (an ack counter equals
+    the number of agents that still owe an ack); a proof for every number of agents encodes it
+    as a cardinality (NOTE(param-count) in ``smt.param``)."""
+
+    var: str
+    var_type: Type
+    body: Expr
+    type: Type
+    span: Span = _span()
+
+
+@attrs.frozen
 class InFlight:
     """Whether a message of type ``message`` (to ``dst``, if given) is in the network."""
 
@@ -460,7 +474,7 @@ class NodeIs:
 
 
 Expr = (Lit | Local | SelfId | GVar | MVar | MState | MsgField | MsgSrc | Index | Unary | Binary
-        | SetLit | Call | Quant | InFlight | MsgQuant | MsgVarAttr | Cond | NodeOf | NodeIndex
+        | SetLit | Call | Quant | Count | InFlight | MsgQuant | MsgVarAttr | Cond | NodeOf | NodeIndex
         | NodeIs)
 LValue = GVar | MVar | Index
 
