@@ -31,17 +31,24 @@ from coherence import ir
 from coherence.errors import NO_SPAN, Span, SpecError
 from coherence.results import Failure
 from coherence.smt.execute import TRUE, Exec, all_of, any_of, b2i, truth
+from coherence.smt.nodes import HOME, NODE, UNDEF_N, is_agent
+from coherence.smt.param_count import (
+    INT,
+    UNDEF_INT,
+    Ranges,
+    bounds,
+    card,
+    card_terms,
+    count,
+    in_range,
+    is_int,
+    scaled_ranges,
+    to_int,
+)
 from coherence.smt.state import WIDTH, Unsupported, ivar, num
 from coherence.smt.tables import ModelTables
 
-NODE = z3.DeclareSort("Node")
-HOME = z3.Const("home", NODE)
-UNDEF_N = z3.Const("undefined_node", NODE)
 BV = z3.BitVecSort(WIDTH)
-
-
-def is_agent(x: Any) -> Any:
-    return z3.And(x != HOME, x != UNDEF_N)
 
 
 def _sort(t: ir.Type) -> Any:
@@ -122,6 +129,8 @@ class ParamEncoder(ModelTables):
             raise Unsupported(f"assume {a.name}: state constraints are not supported with "
                               "--agents any (they bound the search of one configuration; "
                               "prove with --agents N)", a.span)
+        # NOTE(param-count): integers whose range moves with the number of agents
+        self.ranges: Ranges = scaled_ranges(model) if self.shape is None else {}
         self.queue_sorts: dict[str, list[Any]] = {}
         if self.shape is None:  # a hierarchical encoder sets them once it has its shape
             self.set_queue_sorts()
@@ -144,9 +153,8 @@ class ParamEncoder(ModelTables):
                     sorts.append(fs)
                 elif sorts[j] != fs:
                     raise Unsupported(f"message {msg.name}: field {f.name} is a "
-                                      f"{'node' if fs == NODE else 'number'} where other "
-                                      f"messages on fifo network {net.name} carry a "
-                                      f"{'node' if sorts[j] == NODE else 'number'}; with "
+                                      f"{_kind(fs)} where other messages on fifo network "
+                                      f"{net.name} carry a {_kind(sorts[j])}; with "
                                       "--agents any the messages of a fifo network must agree "
                                       "on each field's kind", f.span)
         return sorts
@@ -159,17 +167,21 @@ class ParamEncoder(ModelTables):
         """The named nodes are distinct (the home is not "undefined")."""
         return HOME != UNDEF_N
 
+    def var_sort(self, v: ir.Var) -> Any:
+        return INT if v.span in self.ranges else _sort(v.type)
+
     def fresh(self, prefix: str) -> PState:
         m = self.model
-        g = [_fresh(f"{prefix}|{v.name}", v.type) for v in m.globals]
+        g = [z3.Const(f"{prefix}|{v.name}", self.var_sort(v)) for v in m.globals]
         h: list[Any] = []
         if self.home is not None:
             h = [ivar(f"{prefix}|H.state")]
-            h += [_fresh(f"{prefix}|H.{v.name}", v.type) for v in self.home.vars]
+            h += [z3.Const(f"{prefix}|H.{v.name}", self.var_sort(v)) for v in self.home.vars]
         cv: list[Any] = []
         if self.cache is not None:
             cv = [z3.Array(f"{prefix}|C.state", NODE, BV)]
-            cv += [z3.Array(f"{prefix}|C.{v.name}", NODE, _sort(v.type)) for v in self.cache.vars]
+            cv += [z3.Array(f"{prefix}|C.{v.name}", NODE, self.var_sort(v))
+                   for v in self.cache.vars]
         nets = self.fresh_nets(prefix)
         return PState(g, h, cv, nets)
 
@@ -180,7 +192,7 @@ class ParamEncoder(ModelTables):
         if isinstance(f.type, (ir.SetT, ir.ArrayT)):
             raise Unsupported("set- and array-valued message fields are not supported with "
                               "--agents any", f.span)
-        return BV
+        return INT if f.span in self.ranges else BV
 
     def fresh_nets(self, prefix: str) -> list[Any]:
         """Fresh contents of every network: per unordered network a ``UNet``, per FIFO network
@@ -223,7 +235,8 @@ class ParamEncoder(ModelTables):
                     return UNDEF_N
                 raise Unsupported("agent variables must start undefined with --agents any",
                                   v.span)
-            return num(self.sem.init_value(v))
+            value = num(self.sem.init_value(v))
+            return to_int(value) if v.span in self.ranges else value
 
         for v, x in zip(m.globals, s.globals, strict=True):
             parts.append(x == const(v))
@@ -249,7 +262,10 @@ class ParamEncoder(ModelTables):
         m = self.model
         parts = [HOME != UNDEF_N]
 
-        def scalar(x: Any, t: ir.Type) -> Any:
+        def scalar(x: Any, v: ir.Var | ir.Type) -> Any:
+            if isinstance(v, ir.Var) and v.span in self.ranges:
+                return z3.Or(x == UNDEF_INT, in_range(x, self.ranges[v.span]))
+            t = v.type if isinstance(v, ir.Var) else v
             if isinstance(t, ir.SetT):
                 return TRUE
             if isinstance(t, ir.AgentT):
@@ -260,18 +276,18 @@ class ParamEncoder(ModelTables):
             return z3.Or(x == num(-(1 << 31)), z3.And(x >= lo, x <= hi))
 
         for v, x in zip(m.globals, s.globals, strict=True):
-            parts.append(scalar(x, v.type))
+            parts.append(scalar(x, v))
         if self.home is not None:
             parts.append(scalar(s.home[0], self.home.state_type))
             parts.append(s.home[0] != num(-(1 << 31)))
             for v, x in zip(self.home.vars, s.home[1:], strict=True):
-                parts.append(scalar(x, v.type))
+                parts.append(scalar(x, v))
         if self.cache is not None:
             y = z3.Const("y", NODE)
             inner = [scalar(s.cvars[0][y], self.cache.state_type),
                      s.cvars[0][y] != num(-(1 << 31))]
             for v, arr in zip(self.cache.vars, s.cvars[1:], strict=True):
-                inner.append(scalar(arr[y], v.type))
+                inner.append(scalar(arr[y], v))
             parts.append(z3.ForAll([y], all_of(inner)))
         def src_ok(t: int, a: Any) -> Any:
             kinds = self.senders[t]
@@ -285,6 +301,9 @@ class ParamEncoder(ModelTables):
                     fok.append(x != HOME)
                     continue
                 if isinstance(f.type, ir.NodeT):
+                    continue
+                if f.span in self.ranges:
+                    fok.append(z3.Or(x == UNDEF_INT, in_range(x, self.ranges[f.span])))
                     continue
                 lo, hi = (f.type.lo, f.type.hi) if isinstance(f.type, ir.IntT) else (
                     0, f.type.size() - 1)
@@ -348,7 +367,9 @@ class PExec(Exec):
         self.errs.append(c)
 
     def check(self, v: Any, cond: Any) -> Any:
-        if z3.is_bv(v):
+        if is_int(v):
+            self.error(cond, v == UNDEF_INT)
+        elif z3.is_bv(v):
             self.error(cond, v == num(-(1 << 31)))
         elif v.sort() == NODE:
             self.error(cond, v == UNDEF_N)
@@ -382,9 +403,10 @@ class PExec(Exec):
         if isinstance(e, ir.Call) and e.func == "all_agents":
             everyone = z3.K(NODE, z3.BoolVal(True))
             return z3.Store(z3.Store(everyone, HOME, False), UNDEF_N, False)
-        if isinstance(e, ir.Call) and e.func == "size":
-            raise Unsupported("size() is supported with --agents any only as size(s) == 0 "
-                              "or size(s) != 0", e.span)
+        if isinstance(e, ir.Call) and e.func == "size":  # NOTE(param-count)
+            return card(self.expr(e.args[0], c))
+        if isinstance(e, ir.Count):
+            return self.count(e, c)
         if isinstance(e, ir.Call):
             arg = self.expr(e.args[0], c)
             if z3.is_bv(arg):
@@ -430,7 +452,40 @@ class PExec(Exec):
             raise Unsupported(f"agents cannot be compared with {op} with --agents any", e.span)
         if isinstance(left.type, ir.SetT):
             raise Unsupported("set comparisons are not supported with --agents any", e.span)
+        if op in _ARITHMETIC:
+            return self.arithmetic(op, self.expr(left, c), self.expr(right, c), c)
         return super().binary(e, c)
+
+    def arithmetic(self, op: str, a: Any, b: Any, c: Any) -> Any:
+        """``Exec.binary``'s arithmetic and comparisons, on integers when either side is one
+        (NOTE(param-count)), else on bit-vectors."""
+        a, b = self.check(a, c), self.check(b, c)
+        if is_int(a) or is_int(b):
+            a, b = to_int(a), to_int(b)
+        if op == "+":
+            return a + b
+        if op == "-":
+            return a - b
+        rel = {"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b,
+               ">=": a >= b}[op]
+        return b2i(rel)
+
+    def count(self, e: ir.Count, c: Any) -> Any:
+        """NOTE(param-count): ``count(a: agent :: body)`` as the card of a set of agents."""
+        if not isinstance(e.var_type, ir.AgentT):
+            raise Unsupported("count() over anything but the agents is not supported with "
+                              "--agents any", e.span)
+        x = z3.FreshConst(NODE, e.var)
+        saved = self.locals.get(e.var)
+        self.locals[e.var] = x
+        self.bound.append((x, self.enc.is_agent(x)))
+        body = truth(self.expr(e.body, c))
+        self.bound.pop()
+        if saved is None:
+            self.locals.pop(e.var, None)
+        else:
+            self.locals[e.var] = saved
+        return count(x, body)
 
     def node_typed(self, t: ir.Type) -> bool:
         """Whether values of ``t`` are of sort ``Node`` here."""
@@ -589,10 +644,31 @@ class PExec(Exec):
         super().write(target, value, cond)
 
     def assign(self, target: ir.Expr, value: Any, span: Span) -> None:
-        if z3.is_bv(value):
+        scaled = self.scaled(target)
+        if scaled is not None:  # NOTE(param-count)
+            value = to_int(value)
+            self.error(self.pc, z3.And(value != UNDEF_INT, z3.Not(in_range(value, scaled))))
+            self.write(target, value, self.pc)
+        elif z3.is_bv(value):
             super().assign(target, value, span)
         else:
             self.write(target, value, self.pc)
+
+    def scaled(self, target: ir.Expr) -> Any:
+        """The bounds of the variable ``target`` names, when they move with the number of
+        agents (NOTE(param-count)), else None."""
+        ranges = self.enc.ranges
+        if not ranges:
+            return None
+        decls: tuple[ir.Var, ...] = ()
+        if isinstance(target, ir.GVar):
+            decls = self.enc.model.globals
+        elif isinstance(target, ir.MVar):
+            decls = self.enc.model.machine(target.machine).vars
+        for v in decls:
+            if v.name == getattr(target, "name", None):
+                return ranges.get(v.span)
+        return None
 
     def deliver(self, t: int, fields: list[Any], dst: Any, span: Span) -> None:
         pc = self.pc
@@ -602,6 +678,7 @@ class PExec(Exec):
         net_i = self.enc.net_index[self.enc.model.messages[t].network]
         src = self.agent if self.agent is not None else HOME
         net = self.nets[net_i]
+        fields = self.scaled_fields(t, fields)
         if isinstance(net, UNet):
             old = net.present[t]
             self.dups.append(z3.And(pc, old[src, dst]))
@@ -623,6 +700,20 @@ class PExec(Exec):
         self.blocks.append(z3.And(pc, c >= cap))
         self.nets[net_i] = (z3.If(pc, z3.Store(count, src, dst, c + 1), count), types, nfields)
 
+    def scaled_fields(self, t: int, fields: list[Any]) -> list[Any]:
+        """The fields whose range moves with the number of agents as integers, each checked
+        against its range as ``Semantics.deliver`` does (NOTE(param-count))."""
+        ranges = self.enc.ranges
+        if not ranges:
+            return fields
+        out = []
+        for f, v in zip(self.enc.model.messages[t].fields, fields, strict=False):
+            if f.span in ranges:
+                v = to_int(v)
+                self.error(self.pc, z3.And(v != UNDEF_INT, z3.Not(in_range(v, ranges[f.span]))))
+            out.append(v)
+        return out
+
     def apply_goto(self, agent: Any) -> None:
         g = self.goto
         if z3.is_bv_value(g) and g.as_signed_long() == -1:
@@ -635,9 +726,19 @@ class PExec(Exec):
         self.goto = num(-1)
 
 
+_ARITHMETIC = frozenset({"+", "-", "==", "!=", "<", "<=", ">", ">="})
+
+
+def _kind(sort: Any) -> str:
+    return "node" if sort == NODE else "counter" if sort == INT else "number"
+
+
 def _padded(fields: list[Any], slot: list[Any]) -> list[Any]:
     """A message's fields filled up to a queue slot's positions (undefined nodes, zeros)."""
-    return fields + [UNDEF_N if f.sort() == NODE else num(0) for f in slot[len(fields):]]
+    sorts = [f.sort().range() if isinstance(f.sort(), z3.ArraySortRef) else f.sort()
+             for f in slot[len(fields):]]
+    return fields + [UNDEF_N if s == NODE else z3.IntVal(0) if s == INT else num(0)
+                     for s in sorts]
 
 
 def _multicast_body(s: ir.For) -> None:
@@ -876,6 +977,7 @@ class Query:
     action: tuple[ir.Machine, ir.Transition] | None = None
     consts: list[Any] = attrs.Factory(list)  # the action's agent, parameters, message source
     shape: Any = None  # NOTE(param-hierarchy): param_hier.Shape of a hierarchical spec
+    counts: bool = False  # NOTE(param-count): the spec counts (its models may be spurious)
 
 
 def obligations(model: ir.Model, shape: Any = None) -> tuple[ParamEncoder, PState, list[Query]]:
@@ -906,6 +1008,7 @@ def obligations(model: ir.Model, shape: Any = None) -> tuple[ParamEncoder, PStat
     for i, (machine, tr) in enumerate(acts):
         ok, _err, succ, consts, dup = _step(enc, cur, machine, tr, f"a{i}")
         label = f"{machine.name}.{_label(tr)}"
+        base = [enc.nodes_apart(), enc.domain(cur), *bounds(card_terms([*inv, ok]))]
         if not z3.is_false(dup):
             out.append(Query(ONE_PER_KIND, f"action {label}", [*base, *inv, ok, dup], cur,
                              (machine, tr), consts, shape))
@@ -919,7 +1022,27 @@ def obligations(model: ir.Model, shape: Any = None) -> tuple[ParamEncoder, PStat
             out.append(Query("error:error", f"action {label} (then {m2.name}."
                              f"{_label(tr2)} errs)", [*base, *inv, ok, err2], cur,
                              (machine, tr), consts, shape))
+    if _counts(model):
+        for q in out:
+            q.counts = True
     return enc, cur, out
+
+
+def _counts(node: Any) -> bool:
+    """Whether the IR ``node`` counts: ``count(...)``, or ``size()`` other than compared with
+    0 (which is emptiness, NOTE(param-count))."""
+    if isinstance(node, ir.Count) or (isinstance(node, ir.Call) and node.func == "size"):
+        return True
+    if (isinstance(node, ir.Binary) and isinstance(node.left, ir.Call)
+            and node.left.func == "size" and isinstance(node.right, ir.Lit)
+            and node.right.value == 0 and node.op in ("==", "!=", ">")):
+        return _counts(node.left.args[0])
+    if isinstance(node, (tuple, list)):
+        return any(_counts(x) for x in node)
+    if attrs.has(type(node)):
+        return any(_counts(getattr(node, f.name)) for f in attrs.fields(type(node))
+                   if f.name not in ("span", "file", "origin", "type"))
+    return False
 
 
 def _label(tr: ir.Transition) -> str:
@@ -1063,8 +1186,21 @@ class Grounded:
             self.grounder = Grounder(NODE, [HOME, *consts, *nodes, *self.pool[:2]])
             self.solver = z3.Solver()
             self.solver.set("rlimit", GROUND_RLIMIT)
-            self.solver.add(*[self.grounder.ground(a, True) for a in q.assertions[:-1]])
-        return bool(self.solver.check(self.grounder.goal(goal, self.pool)) == z3.unsat)
+            self.hypotheses = [self.grounder.ground(a, True) for a in q.assertions[:-1]]
+            self.solver.add(*self.hypotheses)
+        grounded = self.grounder.goal(goal, self.pool)
+        counted = card_terms([*self.hypotheses, grounded])
+        if not counted:
+            return bool(self.solver.check(grounded) == z3.unsat)
+        # NOTE(param-count): the cardinality axioms of the card terms this goal brings
+        from coherence.smt.param_count import venn_axioms
+        axioms = venn_axioms(counted, self.grounder.terms)
+        self.solver.push()
+        try:
+            self.solver.add(grounded, *[self.grounder.ground(a, True) for a in axioms])
+            return bool(self.solver.check() == z3.unsat)
+        finally:
+            self.solver.pop()
 
 
 def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
@@ -1080,9 +1216,13 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
     why = shared.reason_unknown() if answer == z3.unknown else ""
     if answer == z3.unsat:
         return answer, None, why
-    if answer == z3.unknown and step and grounded is not None \
+    # NOTE(param-count): with cardinalities uninterpreted, a model may be spurious
+    counts = q.counts
+    if (answer == z3.unknown or counts) and step and grounded is not None \
             and grounded.proves(q.assertions[-1]):
         return z3.unsat, None, ""
+    if counts and answer == z3.sat:
+        answer, why = z3.unknown, "a model of the counting abstraction, maybe spurious"
     cti = find_cti(model, q, budget, range(1, 3)) if step else None
     if cti is not None:
         return answer, cti, why
@@ -1101,7 +1241,10 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
         budget.limit(fresh, QUERY_SECONDS)
         answer = fresh.check()
         why = fresh.reason_unknown() if answer == z3.unknown else ""
+        if counts and answer == z3.sat:
+            answer, why = z3.unknown, "a model of the counting abstraction, maybe spurious"
     return answer, cti, why
+
 
 
 def _refute(model: ir.Model, depth: int, budget: Budget,
@@ -1140,14 +1283,18 @@ def _check_agents_free(model: ir.Model) -> None:
     except SpecError as e:
         raise Unsupported(f"cannot bind the spec to {model.agents + 1} agents to check that "
                           f"it does not depend on their number: {e.message}", NO_SPAN) from None
-    # size()'s type int[0..agents] is not a use of the number
-    where = _first_difference(model, other, model.agents)
+    # integer types may move with it (NOTE(param-count): the encoding keeps their bounds in
+    # terms of N; scaled_ranges refuses a bound that is not linear)
+    scaled_ranges(model)
+    where = _first_difference(model, other, model.agents, int_types=True)
     if where is not None:
         raise Unsupported("this depends on the number of agents as a number, which a proof "
                           "for every N cannot encode", where)
 
 
-def _first_difference(a: Any, b: Any, agents: int = -1) -> Span | None:
+def _first_difference(a: Any, b: Any, agents: int = -1, int_types: bool = False) -> Span | None:
+    """Where ``a`` and ``b`` (a spec bound to two sizes) first differ; ``int_types``: integer
+    types may differ (the flat encoding's NOTE(param-count))."""
     if isinstance(a, (ir.AgentT, ir.NodeT, ir.SetT)) and type(a) is type(b):
         return None
     if isinstance(a, ir.Lit) and isinstance(b, ir.Lit):
@@ -1165,10 +1312,13 @@ def _first_difference(a: Any, b: Any, agents: int = -1) -> Span | None:
             if (f.name == "capacity" and isinstance(a, ir.Network)
                     and a.ordering is ir.Ordering.UNORDERED):
                 continue  # ignored by the encoding (``UNet``): a send there never blocks
+            if (int_types and f.name == "type" and isinstance(getattr(a, f.name), ir.IntT)
+                    and isinstance(getattr(b, f.name), ir.IntT)):
+                continue
             if f.name in ("agents", "n", "hi") and isinstance(getattr(a, f.name), int) and (
                     f.name != "hi" or getattr(a, f.name) == agents):
                 continue
-            r = _first_difference(getattr(a, f.name), getattr(b, f.name), agents)
+            r = _first_difference(getattr(a, f.name), getattr(b, f.name), agents, int_types)
             if r is not None:  # a plain field (a network's capacity) is where its owner is
                 return a.span if r == NO_SPAN and isinstance(getattr(a, "span", None), Span) \
                     else r
@@ -1177,7 +1327,7 @@ def _first_difference(a: Any, b: Any, agents: int = -1) -> Span | None:
         if len(a) != len(b):
             return getattr(a[0], "span", NO_SPAN) if a else NO_SPAN
         for x, y in zip(a, b, strict=True):
-            r = _first_difference(x, y, agents)
+            r = _first_difference(x, y, agents, int_types)
             if r is not None:
                 return r
         return None

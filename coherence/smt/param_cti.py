@@ -18,8 +18,9 @@ import attrs
 import z3
 
 from coherence import ir
-from coherence.semantics import Action, State
+from coherence.semantics import UNDEF, Action, State
 from coherence.smt.induction import Cti
+from coherence.smt.param_count import UNDEF_INT, exact, is_card, is_int
 from coherence.smt.state import as_int
 from coherence.trace import TraceReplayError, describe
 
@@ -100,6 +101,8 @@ def expand(t: Any, elems: list[Any], sort: Any, memo: dict[int, Any],
             cases.append(expand(z3.substitute_vars(body, *reversed(values)), elems, sort, memo,
                                 left))
         out = z3.And(*cases) if t.is_forall() else z3.Or(*cases)
+    elif is_card(t):  # NOTE(param-count): exact over the finite universe
+        out = exact(t, elems, lambda x: expand(x, elems, sort, memo, left))
     elif z3.is_app(t) and t.num_args() > 0:
         out = t.decl()(*[expand(c, elems, sort, memo, left) for c in t.children()])
     else:
@@ -166,7 +169,10 @@ class _Concrete:
         raise TraceReplayError("Z3's counterexample names a node outside its universe")
 
     def scalar(self, t: Any) -> int:
-        return as_int(self.m.eval(t, model_completion=True))
+        v = self.m.eval(t, model_completion=True)
+        if is_int(v):  # NOTE(param-count)
+            return UNDEF if v.eq(UNDEF_INT) else v.as_long()
+        return as_int(v)
 
     def value(self, t: Any, typ: ir.Type) -> int:
         if isinstance(typ, (ir.AgentT, ir.NodeT)):

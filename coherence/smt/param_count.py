@@ -1,0 +1,229 @@
+"""NOTE(param-count): counting in a proof for every number of agents.
+
+``size(s)`` and ``count(a: agent :: P)`` are cardinalities of sets of agents: ``card(S)``, one
+uninterpreted function from a set (an array ``Node -> Bool``) to a mathematical integer,
+always applied to a set of agents only (``λy. is_agent(y) ∧ ...``). The number of agents is
+the card of the set of every agent (``agents_count``). Variables and message fields whose
+integer range depends on the number of agents (MSI's ``var acks: int[0 - agents..agents]``,
+``Data(acks: int[0..agents])``) are integers too, their bounds linear in that number
+(``scaled_ranges``); every other scalar stays a bit-vector.
+
+Each solver sees as much of the meaning of ``card`` as it can use soundly:
+- the quantified solver sees ``card`` uninterpreted (``0 <= card(S) <= N`` for the ground terms
+  of the query): an unsatisfiable answer is a proof, a satisfiable one may be spurious and is
+  never reported as a counterexample (``_settle`` in ``param``);
+- the quantifier-free try (``param.Grounded``) adds the axioms of a pairwise Venn decomposition
+  of the ground card terms (as in BAPA's reduction, Kuncak, Nguyen and Rinard, CADE 2005):
+  for two sets, the counts of ``S∩T``, ``S\\T`` and ``T\\S`` are naturals that add up, a
+  region of count 0 has no element among the ground nodes, a region of count >= 1 has a
+  witness and one of count >= 2 two distinct witnesses. Every axiom holds for finite sets, so
+  an unsatisfiable answer is still a proof for every N. The witnesses are what make
+  ``card(S \\ {x}) = card(S) - 1`` follow: a second element of ``S`` minus ``S \\ {x}`` would
+  have to be ``x`` too;
+- the search for a counterexample to induction over a universe of K agents
+  (``param_cti.expand``) replaces every card by its exact sum over that universe, so a
+  counterexample it reports is real (and is replayed by the reference semantics).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import attrs
+import z3
+
+from coherence import ir
+from coherence.errors import NO_SPAN, Span, SpecError
+from coherence.smt.nodes import NODE, is_agent
+from coherence.smt.state import UNDEF_BV, Unsupported
+
+INT = z3.IntSort()
+SET = z3.ArraySort(NODE, z3.BoolSort())
+UNDEF_INT = z3.IntVal(-(1 << 40))  # "undefined", outside every range
+CARD = z3.Function("card", SET, INT)
+
+
+def card(s: Any) -> Any:
+    """The number of agents in the set ``s`` (its other nodes do not count)."""
+    y = z3.FreshConst(NODE, "y_card")
+    return CARD(z3.Lambda([y], z3.And(is_agent(y), s[y])))
+
+
+def count(x: Any, body: Any) -> Any:
+    """``count(x: agent :: body)``, ``x`` a fresh constant that ``body`` mentions."""
+    return CARD(z3.Lambda([x], z3.And(is_agent(x), body)))
+
+
+def agents_count() -> Any:
+    """N, the number of agents."""
+    y = z3.Const("y_all", NODE)
+    return CARD(z3.Lambda([y], is_agent(y)))
+
+
+def is_card(t: Any) -> bool:
+    return z3.is_app(t) and t.decl().eq(CARD)
+
+
+def is_int(v: Any) -> bool:
+    return isinstance(v, z3.ArithRef) and v.is_int()
+
+
+def to_int(v: Any) -> Any:
+    """A bit-vector value as an integer (its undefined marker as ``UNDEF_INT``)."""
+    if is_int(v):
+        return v
+    if z3.is_bv_value(v):
+        signed = v.as_signed_long()
+        return UNDEF_INT if signed == UNDEF_BV else z3.IntVal(signed)
+    return z3.If(v == UNDEF_BV, UNDEF_INT, z3.BV2Int(v, is_signed=True))
+
+
+@attrs.frozen
+class Linear:
+    """``a + b * N``: a bound of an integer type in terms of the number of agents N."""
+
+    a: int
+    b: int
+
+    def term(self) -> Any:
+        if self.b == 0:
+            return z3.IntVal(self.a)
+        return self.a + self.b * agents_count()
+
+    def __str__(self) -> str:
+        return str(self.a) if self.b == 0 else f"{self.a} + {self.b}*agents"
+
+
+Ranges = dict[Span, tuple[Linear, Linear]]
+
+
+def scaled_ranges(model: ir.Model) -> Ranges:
+    """The variables and message fields whose integer range moves with the number of agents,
+    keyed by their declaration's location, with their bounds as linear functions of it
+    (found by binding the spec to two more sizes). A bound that is not linear is refused at
+    its declaration."""
+    from coherence.spec.load import rebind
+    n = model.agents
+    decls = _int_decls(model)
+    sizes = [model]
+    out: Ranges = {}
+    for k in (1, 2):
+        try:
+            sizes.append(rebind(model, {"agents": n + k}))
+        except SpecError as e:
+            raise Unsupported(f"cannot bind the spec to {n + k} agents to find how its "
+                              f"integer ranges depend on their number: {e.message}",
+                              NO_SPAN) from None
+        moved = {key for key, decl in _int_decls(sizes[-1]).items()
+                 if key in decls and decl.type != decls[key].type}
+        if not moved and k == 1:
+            return out
+    by_size = [_int_decls(m) for m in sizes]
+    for key, decl in decls.items():  # by name: the same in each binding
+        t0, t1, t2 = (d[key].type if key in d else None for d in by_size)
+        if not (isinstance(t0, ir.IntT) and isinstance(t1, ir.IntT) and isinstance(t2, ir.IntT)):
+            continue
+        if (t0.lo, t0.hi) == (t1.lo, t1.hi) == (t2.lo, t2.hi):
+            continue
+        dlo, dhi = t1.lo - t0.lo, t1.hi - t0.hi
+        if t2.lo - t1.lo != dlo or t2.hi - t1.hi != dhi:
+            raise Unsupported(f"{key}: the range {t0} does not grow linearly with the number "
+                              "of agents, which a proof for every N cannot encode", decl.span)
+        out[decl.span] = (Linear(t0.lo - dlo * n, dlo), Linear(t0.hi - dhi * n, dhi))
+    return out
+
+
+def _int_decls(model: ir.Model) -> dict[str, ir.Var | ir.Field]:
+    out: dict[str, ir.Var | ir.Field] = {}
+    for v in model.globals:
+        if isinstance(v.type, ir.IntT):
+            out[v.name] = v
+    for m in model.machines:
+        for v in m.vars:
+            if isinstance(v.type, ir.IntT):
+                out[f"{m.name}.{v.name}"] = v
+    for msg in model.messages:
+        for f in msg.fields:
+            if isinstance(f.type, ir.IntT):
+                out[f"{msg.name}.{f.name}"] = f
+    return out
+
+
+def in_range(x: Any, bounds: tuple[Linear, Linear]) -> Any:
+    lo, hi = bounds
+    return z3.And(lo.term() <= x, x <= hi.term())
+
+
+# ---------------------------------------------------------------- cardinality axioms
+
+
+def card_terms(formulas: list[Any]) -> list[Any]:
+    """The ``card`` applications of ``formulas`` outside any quantifier (ground terms), in the
+    order first met."""
+    seen: set[int] = set()
+    out: list[Any] = []
+    todo = list(reversed(formulas))
+    while todo:
+        t = todo.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        if z3.is_quantifier(t) or not z3.is_app(t):
+            continue
+        if is_card(t):
+            out.append(t)
+            continue
+        todo.extend(reversed(t.children()))
+    return out
+
+
+def bounds(terms: list[Any]) -> list[Any]:
+    """``0 <= card(S) <= N`` for each term."""
+    n = agents_count()
+    return [z3.And(t >= 0, t <= n) for t in terms]
+
+
+def venn_axioms(terms: list[Any], pool: list[Any]) -> list[Any]:
+    """The pairwise Venn axioms of the card ``terms`` (see the module's docstring), regions
+    without elements checked at the nodes of ``pool``. Every term is paired with N, so that a
+    set of count N holds every agent of ``pool``."""
+    n = agents_count()
+    terms = list({t.get_id(): t for t in [n, *terms]}.values())
+    out = bounds(terms)
+    fresh = itertools.count()
+
+    def region(r: Any, member: Any) -> list[Any]:
+        w1 = z3.Const(f"card_w{next(fresh)}", NODE)
+        w2 = z3.Const(f"card_w{next(fresh)}", NODE)
+        ax = [r >= 0, z3.Implies(r >= 1, member(w1)),
+              z3.Implies(r >= 2, z3.And(member(w2), w1 != w2))]
+        ax += [z3.Implies(r == 0, z3.Not(member(y))) for y in pool]
+        return ax
+
+    for t1, t2 in itertools.combinations(terms, 2):
+        s1, s2 = t1.arg(0), t2.arg(0)
+        k = next(fresh)
+        both, only1, only2 = (z3.Int(f"card_r{k}_{p}") for p in ("11", "10", "01"))
+        out += [t1 == both + only1, t2 == both + only2, both + only1 + only2 <= n]
+        out += region(both, lambda y, s1=s1, s2=s2: z3.And(member(s1, y), member(s2, y)))
+        out += region(only1, lambda y, s1=s1, s2=s2: z3.And(member(s1, y),
+                                                            z3.Not(member(s2, y))))
+        out += region(only2, lambda y, s1=s1, s2=s2: z3.And(member(s2, y),
+                                                            z3.Not(member(s1, y))))
+    return out
+
+
+def exact(t: Any, elems: list[Any], expand: Any) -> Any:
+    """``card(S)`` over the finite universe ``elems`` (``expand`` unrolls the quantifiers of
+    each instance of the set's predicate)."""
+    s = t.arg(0)
+    return z3.Sum([z3.If(expand(member(s, e)), 1, 0) for e in elems]) if elems else z3.IntVal(0)
+
+
+def member(s: Any, y: Any) -> Any:
+    """``s[y]``, beta-reduced when ``s`` is a lambda (so that its quantifiers can be unrolled
+    or grounded at ``y``)."""
+    if z3.is_quantifier(s) and s.is_lambda() and s.num_vars() == 1:
+        return z3.substitute_vars(s.body(), y)
+    return s[y]
