@@ -1179,28 +1179,68 @@ class Grounded:
 
     def proves(self, goal: Any) -> bool:
         if self.solver is None:
-            from coherence.smt.infer_ground import Grounder
             q = self.query
             nodes = [x for x in q.pre.leaves() if x.sort() == NODE]
             consts = [c for c in q.consts if c.sort() == NODE]
-            self.grounder = Grounder(NODE, [HOME, *consts, *nodes, *self.pool[:2]])
-            self.solver = z3.Solver()
-            self.solver.set("rlimit", GROUND_RLIMIT)
-            self.hypotheses = [self.grounder.ground(a, True) for a in q.assertions[:-1]]
-            self.solver.add(*self.hypotheses)
-        grounded = self.grounder.goal(goal, self.pool)
-        counted = card_terms([*self.hypotheses, grounded])
+            self.terms = [HOME, *consts, *nodes, *self.pool[:2]]
+            self.grounder, self.solver, self.hypotheses = self._context(self.terms)
+            self.wider: dict[tuple[int, ...], tuple[Any, Any, list[Any]]] = {}
+        if self._proves(self.grounder, self.solver, self.hypotheses, goal):
+            return True
+        # a goal about a second action ("then B errs") names B's agents: the hypotheses
+        # instantiated at them too
+        known = {t.get_id() for t in self.terms}
+        extra = [c for c in _node_constants(goal) if c.get_id() not in known]
+        if not extra:
+            return False
+        key = tuple(sorted(c.get_id() for c in extra))
+        if key not in self.wider:
+            self.wider[key] = self._context([*self.terms, *extra])
+        return self._proves(*self.wider[key], goal)
+
+    def _context(self, terms: list[Any]) -> tuple[Any, Any, list[Any]]:
+        from coherence.smt.infer_ground import Grounder
+        grounder = Grounder(NODE, terms)
+        solver = z3.Solver()
+        solver.set("rlimit", GROUND_RLIMIT)
+        hypotheses = [grounder.ground(a, True) for a in self.query.assertions[:-1]]
+        solver.add(*hypotheses)
+        return grounder, solver, hypotheses
+
+    def _proves(self, grounder: Any, solver: Any, hypotheses: list[Any], goal: Any) -> bool:
+        grounded = grounder.goal(goal, self.pool)
+        counted = card_terms([*hypotheses, grounded])
         if not counted:
-            return bool(self.solver.check(grounded) == z3.unsat)
+            return bool(solver.check(grounded) == z3.unsat)
         # NOTE(param-count): the cardinality axioms of the card terms this goal brings
-        from coherence.smt.param_count import venn_axioms
-        axioms = venn_axioms(counted, self.grounder.terms)
-        self.solver.push()
+        from coherence.smt.param_count import ground_nodes, venn_axioms
+        pool = list({t.get_id(): t for t in [*grounder.terms,
+                                             *ground_nodes([grounded, *hypotheses])]
+                     }.values())
+        axioms = venn_axioms(counted, pool)
+        solver.push()
         try:
-            self.solver.add(grounded, *[self.grounder.ground(a, True) for a in axioms])
-            return bool(self.solver.check() == z3.unsat)
+            solver.add(grounded, *[grounder.ground(a, True) for a in axioms])
+            return bool(solver.check() == z3.unsat)
         finally:
-            self.solver.pop()
+            solver.pop()
+
+
+def _node_constants(t: Any) -> list[Any]:
+    """The uninterpreted ``Node`` constants of ``t`` outside its quantifiers."""
+    seen: set[int] = set()
+    out: list[Any] = []
+    todo = [t]
+    while todo:
+        x = todo.pop()
+        if x.get_id() in seen or z3.is_quantifier(x) or not z3.is_app(x):
+            continue
+        seen.add(x.get_id())
+        if (x.num_args() == 0 and x.sort() == NODE
+                and x.decl().kind() == z3.Z3_OP_UNINTERPRETED):
+            out.append(x)
+        todo.extend(x.children())
+    return out
 
 
 def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
@@ -1216,13 +1256,15 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
     why = shared.reason_unknown() if answer == z3.unknown else ""
     if answer == z3.unsat:
         return answer, None, why
-    # NOTE(param-count): with cardinalities uninterpreted, a model may be spurious
+    # NOTE(param-count): with cardinalities uninterpreted, a model may be spurious; the
+    # ground try has their axioms
     counts = q.counts
-    if (answer == z3.unknown or counts) and step and grounded is not None \
+    if counts and grounded is None:
+        grounded = Grounded(q)
+    if (answer == z3.unknown or counts) and (step or counts) and grounded is not None \
             and grounded.proves(q.assertions[-1]):
         return z3.unsat, None, ""
-    if counts and answer == z3.sat:
-        answer, why = z3.unknown, "a model of the counting abstraction, maybe spurious"
+    answer, why = _trusted(counts, answer, why)
     cti = find_cti(model, q, budget, range(1, 3)) if step else None
     if cti is not None:
         return answer, cti, why
@@ -1234,6 +1276,7 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
         why = fresh.reason_unknown() if answer == z3.unknown else ""
         if answer == z3.unsat:
             return answer, None, why
+        answer, why = _trusted(counts, answer, why)
     if step:
         cti = find_cti(model, q, budget, range(3, MAX_AGENTS + 1))
     left = budget.seconds(QUERY_SECONDS)
@@ -1241,9 +1284,16 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
         budget.limit(fresh, QUERY_SECONDS)
         answer = fresh.check()
         why = fresh.reason_unknown() if answer == z3.unknown else ""
-        if counts and answer == z3.sat:
-            answer, why = z3.unknown, "a model of the counting abstraction, maybe spurious"
+        answer, why = _trusted(counts, answer, why)
     return answer, cti, why
+
+
+def _trusted(counts: bool, answer: Any, why: str) -> tuple[Any, str]:
+    """A model of a query that counts is no counterexample: ``card`` is uninterpreted there
+    (NOTE(param-count)); only the CTI search's models, with exact counts, are."""
+    if counts and answer == z3.sat:
+        return z3.unknown, "a model with the cardinalities uninterpreted, maybe spurious"
+    return answer, why
 
 
 

@@ -178,10 +178,31 @@ def card_terms(formulas: list[Any]) -> list[Any]:
     return out
 
 
+def ground_nodes(formulas: list[Any], limit: int = 64) -> list[Any]:
+    """The ``Node`` terms of ``formulas`` outside any quantifier (constants, Skolem terms,
+    array reads), at most ``limit`` of them, in the order first met: where a region of count 0
+    is checked to have no element."""
+    seen: set[int] = set()
+    out: list[Any] = []
+    todo = list(reversed(formulas))
+    while todo and len(out) < limit:
+        t = todo.pop()
+        if t.get_id() in seen or z3.is_quantifier(t) or not z3.is_app(t):
+            continue
+        seen.add(t.get_id())
+        if t.sort() == NODE:
+            out.append(t)
+        todo.extend(reversed(t.children()))
+    return out
+
+
 def bounds(terms: list[Any]) -> list[Any]:
     """``0 <= card(S) <= N`` for each term."""
     n = agents_count()
     return [z3.And(t >= 0, t <= n) for t in terms]
+
+
+WITNESSES = 3  # per Venn region: counts up to 3 follow from the elements Z3 can name
 
 
 def venn_axioms(terms: list[Any], pool: list[Any]) -> list[Any]:
@@ -194,11 +215,18 @@ def venn_axioms(terms: list[Any], pool: list[Any]) -> list[Any]:
     fresh = itertools.count()
 
     def region(r: Any, member: Any) -> list[Any]:
-        w1 = z3.Const(f"card_w{next(fresh)}", NODE)
-        w2 = z3.Const(f"card_w{next(fresh)}", NODE)
-        ax = [r >= 0, z3.Implies(r >= 1, member(w1)),
-              z3.Implies(r >= 2, z3.And(member(w2), w1 != w2))]
-        ax += [z3.Implies(r == 0, z3.Not(member(y))) for y in pool]
+        """``r`` counts the nodes satisfying ``member``: with at least j of them, there are
+        j distinct witnesses; with at most j, every element of ``pool`` is one of the first
+        j (so that j + 1 distinct known members make the count larger than j)."""
+        ws = [z3.Const(f"card_w{next(fresh)}", NODE) for _ in range(WITNESSES)]
+        ax = [r >= 0]
+        for j, w in enumerate(ws, start=1):
+            ax.append(z3.Implies(r >= j, z3.And(member(w), *[w != v for v in ws[:j - 1]])))
+        for y in pool:
+            ax.append(z3.Implies(r == 0, z3.Not(member(y))))
+            for j in range(1, WITNESSES + 1):
+                ax.append(z3.Implies(z3.And(r <= j, member(y)),
+                                     z3.Or([y == v for v in ws[:j]])))
         return ax
 
     for t1, t2 in itertools.combinations(terms, 2):

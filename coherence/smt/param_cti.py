@@ -207,6 +207,24 @@ def _replay(model: ir.Model, query: Any, m: z3.ModelRef, home: Any, undef: Any,
     return conclude(enc, inst, query, pre, act, f"{c.n} agent(s)")
 
 
+UNCAPPED = (" (with the unordered networks' capacities not enforced: a proof for every N does "
+            "not keep them)")
+
+
+def _uncapped(inst: ir.Model, pre: State) -> Any:
+    """The semantics of ``inst`` with room for every message ``pre``'s nodes could send on
+    its unordered networks."""
+    from coherence.semantics import Semantics
+    big = len(inst.messages) * (len(pre[0][0][2]) + 1) ** 2
+    return Semantics(attrs.evolve(inst, networks=tuple(
+        attrs.evolve(n, capacity=max(n.capacity, big))
+        if n.ordering is ir.Ordering.UNORDERED else n for n in inst.networks)))
+
+
+def _errors_after(sem: Any, state: State) -> list[str]:
+    return [f"then {o.error.message}" for o in sem.enabled(state)[0] if o.error is not None]
+
+
 def conclude(enc: Any, inst: ir.Model, query: Any, pre: State, act: Action,
              size: str) -> Cti:
     """Execute the step of a counterexample to induction in the semantics and find the
@@ -215,17 +233,13 @@ def conclude(enc: Any, inst: ir.Model, query: Any, pre: State, act: Action,
     sem = enc.sem
     out = sem.execute(pre, act)
     unbounded = ""
-    if out is None and any(n.ordering is ir.Ordering.UNORDERED for n in inst.networks):
+    unordered = any(n.ordering is ir.Ordering.UNORDERED for n in inst.networks)
+    if out is None and unordered:
         # the step may be blocked only by a full unordered network, whose capacity the
         # encoding does not keep (a send there never blocks: an over-approximation)
-        from coherence.semantics import Semantics
-        big = len(inst.messages) * (len(pre[0][0][2]) + 1) ** 2
-        sem = Semantics(attrs.evolve(inst, networks=tuple(
-            attrs.evolve(n, capacity=max(n.capacity, big))
-            if n.ordering is ir.Ordering.UNORDERED else n for n in inst.networks)))
+        sem = _uncapped(inst, pre)
         out = sem.execute(pre, act)
-        unbounded = (" (with the unordered networks' capacities not enforced: a proof for "
-                     "every N does not keep them)")
+        unbounded = UNCAPPED
     if out is None:
         raise TraceReplayError("the step of a counterexample to induction is not enabled")
     step = describe(sem, 1, pre, out)
@@ -252,8 +266,10 @@ def conclude(enc: Any, inst: ir.Model, query: Any, pre: State, act: Action,
                        for queues in fifo for (src, dst, _ln), items in queues
                        for t in {i[0] for i in items} if [i[0] for i in items].count(t) > 1]
         if kind == "error":  # some action of the successor errs
-            broken = [f"then {o.error.message}" for o in sem.enabled(out.state)[0]
-                      if o.error is not None]
+            broken = _errors_after(sem, out.state)
+            if not broken and unordered and not unbounded:  # one a full network blocks
+                broken = _errors_after(_uncapped(inst, pre), out.state)
+                unbounded = UNCAPPED if broken else ""
         if not broken:
             raise TraceReplayError(f"the step of a counterexample to induction does not "
                                    f"break {query.goal} in the reference semantics")
