@@ -1251,17 +1251,20 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
     with 1-2 agents, a fresh solver, a counterexample with 3-4 agents, then the long try."""
     from coherence.smt.param_cti import MAX_AGENTS, find_cti
     step = q.what != "init"
+    # NOTE(param-count): with cardinalities uninterpreted, the quantified solver rarely
+    # proves a query that counts (and its models may be spurious): the ground try, which has
+    # their axioms, goes first
+    counts = q.counts
+    if counts:
+        grounded = grounded if grounded is not None else Grounded(q)
+        if grounded.proves(q.assertions[-1]):
+            return z3.unsat, None, ""
     budget.limit(shared, QUICK_SECONDS)
     answer = shared.check() if q.shape is not None else shared.check(q.assertions[-1])
     why = shared.reason_unknown() if answer == z3.unknown else ""
     if answer == z3.unsat:
         return answer, None, why
-    # NOTE(param-count): with cardinalities uninterpreted, a model may be spurious; the
-    # ground try has their axioms
-    counts = q.counts
-    if counts and grounded is None:
-        grounded = Grounded(q)
-    if (answer == z3.unknown or counts) and (step or counts) and grounded is not None \
+    if answer == z3.unknown and step and not counts and grounded is not None \
             and grounded.proves(q.assertions[-1]):
         return z3.unsat, None, ""
     answer, why = _trusted(counts, answer, why)
