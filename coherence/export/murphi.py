@@ -70,7 +70,8 @@ class _Proc:
         return f"{stem}{self.counter}"
 
 
-def count_text(e: ir.Count, type_text: str, render: Callable[[ir.Expr], str]) -> str:
+def count_text(e: ir.Count, type_text: Callable[[ir.Type], str],
+               render: Callable[[ir.Expr], str]) -> str:
     """``count(a: T :: body)`` as a Murphi integer expression (Murphi has no sum).
 
     Over a scalarset (agents, an index type) no value can be named, so the count is the sum
@@ -88,7 +89,7 @@ def count_text(e: ir.Count, type_text: str, render: Callable[[ir.Expr], str]) ->
             parts += [render(_bind(e.body, e.var, ir.Local(x, t, e.span))) for x in names]
             cond = " & ".join(parts)
             for x in reversed(names):
-                cond = f"exists l_{x}: {type_text} do {cond} end"
+                cond = f"exists l_{x}: {type_text(t)} do {cond} end"
             terms.append(f"(({cond}) ? 1 : 0)")
     elif isinstance(t, (ir.BoolT, ir.IntT, ir.ValueT, ir.EnumT, ir.StateT)):
         terms = [f"({render(_bind(e.body, e.var, ir.Lit(t, v, e.span)))} ? 1 : 0)"
@@ -381,7 +382,7 @@ class MurphiExporter(MurphiNames):
                 return (f"({op} l_{e.var}: {self.type(e.var_type)} do "
                         f"{self.expr(e.body, ctx)} end)")
             case ir.Count():
-                return count_text(e, self.type(e.var_type), lambda x: self.expr(x, ctx))
+                return count_text(e, self.type, lambda x: self.expr(x, ctx))
             case ir.InFlight():
                 return self.inflight(e, ctx)
             case ir.MsgQuant():

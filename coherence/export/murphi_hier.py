@@ -433,7 +433,7 @@ class HierMurphiExporter(MurphiNames):
                 return (f"({op} l_{e.var}: {self.type(e.var_type)} do "
                         f"{self.expr(e.body, ctx)} end)")
             case ir.Count():
-                return count_text(e, self.type(e.var_type), lambda x: self.expr(x, ctx))
+                return count_text(e, self.type, lambda x: self.expr(x, ctx))
             case ir.InFlight():
                 return self.inflight(e, ctx)
             case ir.MsgQuant():
