@@ -146,6 +146,32 @@ invariant small: H.count <= 3 && count(a: agent :: C[a].state == I) == 2;
     assert len(_counts(_invariant(model, "small"))) == 1
 
 
+PROCEDURE = """
+param agents = 3;
+event Go;
+procedure tally(x: agent) { H.n := count(a: agent :: a != x && C[a].state == S); }
+home machine H { stable state R; init R; var n: int[0..3] = 0; }
+cache machine C {
+  stable state I, S;
+  init I;
+  on Go in I { let a = self; tally(a); goto S; }
+}
+"""
+
+
+def test_a_count_in_a_procedure_binds_its_own_name() -> None:
+    """Expanding ``tally(a)`` renames the count's ``a``, so it does not capture the caller's
+    ``a``: the third cache to go counts the two already in S."""
+    model = load_spec_text(PROCEDURE + "invariant two: H.n <= 2;\n", "proc.coh")
+    (c,) = [c for t in model.machine("C").transitions for s in ir.walk_stmts(t.body)
+            if isinstance(s, ir.Assign) for c in _counts(s.value)]
+    assert c.var != "a" and ir.Local("a", ir.AgentT(3)) in _locals(c.body)
+    assert check(model).verdict == "holds"
+    one = load_spec_text(PROCEDURE + "invariant one: H.n <= 1;\n", "proc.coh")
+    result = check(one)
+    assert result.verdict == "fails" and [f.length for f in result.failures] == [3]
+
+
 @pytest.mark.parametrize(("text", "message"), [
     ("invariant x: count(a: agent :: C[a].k) == 0;", "expected a bool, got int[0..2]"),
     ("invariant x: forall a: agent :: count(a: agent :: true) == 0;", "'a' is already bound"),
