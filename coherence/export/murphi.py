@@ -76,9 +76,9 @@ def count_text(e: ir.Count, type_text: Callable[[ir.Type], str],
 
     Over a scalarset (agents, an index type) no value can be named, so the count is the sum
     over k of "k distinct values make the body true": ``(exists a1, a2 do a1 != a2 & b(a1) &
-    b(a2) end ? 1 : 0) + ...``, n(n+1)/2 copies of the body for n values (evaluated up to
-    n^n times: exports are for small instances). Over any other finite type the values are
-    constants: ``(b(v0) ? 1 : 0) + (b(v1) ? 1 : 0) + ...``."""
+    b(a2) end ? 1 : 0) + ...``, n(n+1)/2 copies of the body for n values (the last term
+    ranges over n^n tuples: exports are for small instances). Over any other finite type the
+    values are constants: ``(b(v0) ? 1 : 0) + (b(v1) ? 1 : 0) + ...``."""
     t = e.var_type
     dom = ir.domain(t)
     if isinstance(t, (ir.AgentT, ir.IndexT)):
