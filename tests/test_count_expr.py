@@ -313,6 +313,20 @@ def test_compiled_engine_matches_the_reference(path: Path, agents: int, symmetry
 
 
 @needs_cc
+@pytest.mark.parametrize("symmetry", [True, False], ids=["sym", "nosym"])
+def test_compiled_engine_matches_the_reference_on_a_hierarchy(
+        symmetry: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counts over an index type nested in a gpu (``sm``), in a hierarchical spec."""
+    monkeypatch.setenv("COHERENCE_CFLAGS", "-O0")
+    model = _hier(HIER_FAILS)
+    options = CheckOptions(symmetry=symmetry, threads=2)
+    ours = check(model, options, engine="compiled")
+    assert ours.engine == "compiled"
+    assert _summary(ours) == _summary(check(model, options, engine="reference"))
+    assert {f.name for f in ours.failures} == {"none_valid"}
+
+
+@needs_cc
 def test_compiled_engine_reports_an_error_in_a_count(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COHERENCE_CFLAGS", "-O0")
     model = _load("invariant x: count(a: agent :: C[a].d == 0) >= 0;")
@@ -457,6 +471,39 @@ def test_spin_agrees(path: Path, agents: int) -> None:
     pytest.param(HIER_HOLDS, "holds", id="holds"), pytest.param(HIER_FAILS, "fails", id="fails")])
 def test_spin_agrees_on_a_hierarchical_count(extra: str, verdict: str) -> None:
     assert _spin_agrees(_hier(extra)) == verdict
+
+
+UNDEFINED_READ = """
+param agents = 3;
+event Go;
+home machine H { stable state R; init R; }
+cache machine C {
+  stable state I, S;
+  init I;
+  var d: value = 0;
+  on Go in I { undefine d; goto S; }
+}
+invariant x: count(a: agent :: C[a].d == 0) <= 3;
+"""
+
+
+@needs_rumur
+def test_rumur_reports_an_error_in_a_count_body() -> None:
+    """After one Go, one agent's body reads an undefined value: an error in every engine."""
+    model = load_spec_text(UNDEFINED_READ, "undef.coh")
+    ours = check(model, CheckOptions(symmetry=False))
+    assert [(f.kind, f.length) for f in ours.failures] == [("error", 1)]
+    theirs = run_rumur(to_murphi(model), symmetry="off")
+    assert theirs.verdict == "fails"
+    assert re.search(r'read of undefined value in .* within property "x"', theirs.output)
+
+
+@needs_spin
+def test_spin_reports_an_error_in_a_count_body() -> None:
+    model = load_spec_text(UNDEFINED_READ, "undef.coh")
+    theirs = run_spin(to_promela(model))
+    assert theirs.verdict == "fails" and theirs.failure is not None
+    assert theirs.failure.startswith("error: read of undefined value")
 
 
 def test_murphi_refuses_a_count_over_nodes(tmp_path: Path,
