@@ -474,8 +474,8 @@ class NodeIs:
 
 
 Expr = (Lit | Local | SelfId | GVar | MVar | MState | MsgField | MsgSrc | Index | Unary | Binary
-        | SetLit | Call | Quant | Count | InFlight | MsgQuant | MsgVarAttr | Cond | NodeOf | NodeIndex
-        | NodeIs)
+        | SetLit | Call | Quant | Count | InFlight | MsgQuant | MsgVarAttr | Cond | NodeOf
+        | NodeIndex | NodeIs)
 LValue = GVar | MVar | Index
 
 # ---------------------------------------------------------------- statements

@@ -139,6 +139,27 @@ def _quantifier(forall: bool, name: str, values: Callable[[_Env], Iterable[Any]]
     return quant
 
 
+def _counter(name: str, values: list[int], body: Compiled) -> Compiled:
+    """``count(name: T :: body)``: how many of ``values`` make ``body`` true (``body`` is
+    evaluated for each, in order, so its errors surface as a quantifier's would)."""
+
+    def count(env: _Env) -> int:
+        saved = env.locals.get(name, None)
+        try:
+            n = 0
+            for v in values:
+                env.locals[name] = v
+                if body(env):
+                    n += 1
+            return n
+        finally:
+            if saved is None:
+                env.locals.pop(name, None)
+            else:
+                env.locals[name] = saved
+    return count
+
+
 class _Env:
     __slots__ = (
         "agent",
@@ -323,6 +344,8 @@ class Semantics:
                 body = self.expr(e.body)
                 dom = list(ir.domain(e.var_type))
                 return _quantifier(e.kind == "forall", e.var, lambda env: dom, body)
+            case ir.Count():
+                return _counter(e.var, list(ir.domain(e.var_type)), self.expr(e.body))
             case ir.InFlight():
                 return self._inflight(e)
             case ir.MsgQuant():

@@ -118,6 +118,8 @@ class Printer:
             case ir.Quant():
                 text = f"{e.kind} {e.var}: {e.var_type} :: {self.expr(e.body)}"
                 return f"({text})" if prec > 0 else text
+            case ir.Count():
+                return f"count({e.var}: {e.var_type} :: {self.expr(e.body)})"
             case ir.InFlight():
                 dst = f", {self.expr(e.dst)}" if e.dst is not None else ""
                 return f"inflight({e.message}{dst})"

@@ -56,7 +56,7 @@ def expression_steps(e: ir.Expr) -> int:
             stack.extend((k, False) for k in kids)
             continue
         total = 1 + sum(cost[id(k)] for k in kids)
-        if isinstance(node, ir.Quant):
+        if isinstance(node, ir.Quant | ir.Count):
             total = 1 + _domain_size(node.var_type) * cost[id(node.body)]
         elif isinstance(node, ir.MsgQuant):
             total = 1 + 64 * cost[id(node.body)]  # messages in flight: a network's capacity
@@ -78,7 +78,7 @@ def _children(e: ir.Expr) -> tuple[ir.Expr, ...]:
             return e.elems
         case ir.Call():
             return e.args
-        case ir.Quant() | ir.MsgQuant():
+        case ir.Quant() | ir.Count() | ir.MsgQuant():
             return (e.body,)
         case ir.InFlight():
             return (e.dst,) if e.dst is not None else ()

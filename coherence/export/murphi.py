@@ -24,7 +24,8 @@ raises a located :class:`ExportError`.
 from __future__ import annotations
 
 import abc
-from typing import assert_never
+from collections.abc import Callable
+from typing import Any, assert_never
 
 import attrs
 
@@ -67,6 +68,53 @@ class _Proc:
     def fresh(self, stem: str) -> str:
         self.counter += 1
         return f"{stem}{self.counter}"
+
+
+def count_text(e: ir.Count, type_text: Callable[[ir.Type], str],
+               render: Callable[[ir.Expr], str]) -> str:
+    """``count(a: T :: body)`` as a Murphi integer expression (Murphi has no sum).
+
+    Over a scalarset (agents, an index type) no value can be named, so the count is the sum
+    over k of "k distinct values make the body true": ``(exists a1, a2 do a1 != a2 & b(a1) &
+    b(a2) end ? 1 : 0) + ...``, n(n+1)/2 copies of the body for n values (the last term
+    ranges over n^n tuples: exports are for small instances). Over any other finite type the
+    values are constants: ``(b(v0) ? 1 : 0) + (b(v1) ? 1 : 0) + ...``."""
+    t = e.var_type
+    dom = ir.domain(t)
+    if isinstance(t, (ir.AgentT, ir.IndexT)):
+        terms = []
+        for k in range(1, len(dom) + 1):
+            names = [f"{e.var}__{i}" for i in range(k)]
+            parts = [f"l_{a} != l_{b}" for i, a in enumerate(names) for b in names[i + 1:]]
+            parts += [render(_bind(e.body, e.var, ir.Local(x, t, e.span))) for x in names]
+            cond = " & ".join(parts)
+            for x in reversed(names):
+                cond = f"exists l_{x}: {type_text(t)} do {cond} end"
+            terms.append(f"(({cond}) ? 1 : 0)")
+    elif isinstance(t, (ir.BoolT, ir.IntT, ir.ValueT, ir.EnumT, ir.StateT)):
+        terms = [f"({render(_bind(e.body, e.var, ir.Lit(t, v, e.span)))} ? 1 : 0)"
+                 for v in dom]
+    else:
+        raise ExportError(f"count() over {t} is not supported by the Murphi exporter", e.span)
+    return "(" + (" + ".join(terms) or "0") + ")"
+
+
+def _bind(node: Any, name: str, value: ir.Expr) -> Any:
+    """``node`` with the local ``name`` replaced by ``value`` (the front end rejects binding a
+    name again inside its scope, so no inner binder can shadow it)."""
+    if isinstance(node, ir.Local) and node.name == name:
+        return value
+    if isinstance(node, tuple):
+        return tuple(_bind(x, name, value) for x in node)
+    if not attrs.has(type(node)) or isinstance(node, Span):
+        return node
+    changes = {}
+    for f in attrs.fields(type(node)):
+        old = getattr(node, f.name)
+        new = _bind(old, name, value)
+        if new is not old:
+            changes[f.name] = new
+    return attrs.evolve(node, **changes) if changes else node
 
 
 def _ind(lines: list[str], n: int = 1) -> list[str]:
@@ -333,6 +381,8 @@ class MurphiExporter(MurphiNames):
                 op = "forall" if e.kind == "forall" else "exists"
                 return (f"({op} l_{e.var}: {self.type(e.var_type)} do "
                         f"{self.expr(e.body, ctx)} end)")
+            case ir.Count():
+                return count_text(e, self.type, lambda x: self.expr(x, ctx))
             case ir.InFlight():
                 return self.inflight(e, ctx)
             case ir.MsgQuant():

@@ -34,7 +34,14 @@ import attrs
 
 from coherence import ir
 from coherence.errors import NO_SPAN, Span
-from coherence.export.murphi import ExportError, MurphiNames, _designator, _ind, _Proc
+from coherence.export.murphi import (
+    ExportError,
+    MurphiNames,
+    _designator,
+    _ind,
+    _Proc,
+    count_text,
+)
 from coherence.semantics import handler_table, spontaneous
 
 UNDEF_KIND = ""  # a node field's "machine" when the node is undefined
@@ -425,6 +432,8 @@ class HierMurphiExporter(MurphiNames):
                 op = "forall" if e.kind == "forall" else "exists"
                 return (f"({op} l_{e.var}: {self.type(e.var_type)} do "
                         f"{self.expr(e.body, ctx)} end)")
+            case ir.Count():
+                return count_text(e, self.type, lambda x: self.expr(x, ctx))
             case ir.InFlight():
                 return self.inflight(e, ctx)
             case ir.MsgQuant():

@@ -284,6 +284,8 @@ class PromelaExporter:
                 return self.call(e, ctx, pre), False
             case ir.Quant():
                 return self.quant(e, ctx, pre), False
+            case ir.Count():
+                return self.count(e, ctx, pre), False
             case ir.InFlight():
                 return self.inflight(e, ctx, pre), False
             case ir.MsgQuant():
@@ -373,6 +375,23 @@ class PromelaExporter:
                 f"do :: {v} <= {dom.stop - 1} && {t} == {forall} -> {body_text}",
                 f"   if :: ({b} != 0) != {forall} -> {t} = {1 - forall} :: else -> skip fi; "
                 f"{v}++",
+                "   :: else -> break od;"]
+        return t
+
+    def count(self, e: ir.Count, ctx: _Ctx, pre: list[str]) -> str:
+        """``count(a: T :: body)``: the body for every value (no early exit), as the
+        semantics evaluates it."""
+        dom = ir.domain(e.var_type)
+        v, t = self.temp(f"c_{e.var}_"), self.temp("cr")
+        saved = ctx.locals.get(e.var)
+        ctx.locals[e.var] = (v, False)
+        body: list[str] = []
+        b = self.expr(e.body, ctx, body)[0]
+        _restore(ctx.locals, e.var, saved)
+        body_text = "\n".join(body)
+        pre += [f"{t} = 0; {v} = {dom.start};",
+                f"do :: {v} <= {dom.stop - 1} -> {body_text}",
+                f"   if :: {b} != 0 -> {t}++ :: else -> skip fi; {v}++",
                 "   :: else -> break od;"]
         return t
 

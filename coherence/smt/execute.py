@@ -203,6 +203,8 @@ class Exec:
                 return b2i(arg == UNDEF_BV)
             case ir.Quant():
                 return self.quant(e, c)
+            case ir.Count():
+                return self.count(e, c)
             case ir.InFlight():
                 return self.inflight(e, c)
             case ir.MsgQuant():
@@ -346,6 +348,20 @@ class Exec:
         else:
             self.locals[e.var] = saved
         return b2i(all_of(decided) if forall else any_of(decided))
+
+    def count(self, e: ir.Count, c: Any) -> Any:
+        """``Semantics``' count: the body is evaluated for every value (no short cut, so each
+        value's errors count under ``c``), and the truths summed like ``size``."""
+        saved = self.locals.get(e.var)
+        truths: list[Any] = []
+        for v in ir.domain(e.var_type):
+            self.locals[e.var] = num(v)
+            truths.append(truth(self.expr(e.body, c)))
+        if saved is None:
+            self.locals.pop(e.var, None)
+        else:
+            self.locals[e.var] = saved
+        return z3.Sum([b2i(t) for t in truths]) if truths else num(0)
 
     def inflight(self, e: ir.InFlight, c: Any) -> Any:
         d = self.expr(e.dst, c) if e.dst is not None else None

@@ -565,6 +565,16 @@ class HExec(PExec):
                               e.span)
         return Exec.quant(self, e, c)
 
+    def count(self, e: ir.Count, c: Any) -> Any:
+        """A count over a fixed-size type is the fixed-size sum; over the free index (or
+        nodes) it is the cardinality of an unbounded family, which this encoding has no term
+        for."""
+        if self.enc.free(e.var_type) or isinstance(e.var_type, (ir.HNodeT, ir.AgentT,
+                                                                 ir.NodeT)):
+            raise Unsupported("count() over the free index or nodes is not supported in "
+                              "hierarchical proofs", e.span)
+        return Exec.count(self, e, c)
+
     # ------------------------------------------------------------ statements
 
     def stmt(self, s: ir.Stmt) -> None:

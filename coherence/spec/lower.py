@@ -1351,7 +1351,26 @@ class _Lowerer:
                 else:
                     body = ir.Quant(str(quant), name, t, body, ir.BoolT(), sp)
             return body
+        if kind == "count_expr":
+            return self.count_expr(node, ctx, sp)
         raise self.error(f"unsupported expression {kind}", node)  # pragma: no cover
+
+    def count_expr(self, node: Tree, ctx: _Ctx, sp: Span) -> ir.Expr:
+        """``count(a: T :: body)``: an ``int[0..|T|]``, binding ``a`` like ``forall`` does over
+        the same finite types (not over messages in flight: a count of messages would depend
+        on the network's capacity)."""
+        _, binder, body_node = node.children
+        name, type_node = binder.children
+        with self.scope(ctx):
+            t = self.binder_type(type_node, ctx)
+            if isinstance(t, _MsgBinding):
+                raise self.error(f"count ranges over a finite type (agent, an enum, an int "
+                                 f"range, ...), not over messages in flight of '{t.message}'",
+                                 type_node)
+            self.bind(ctx, name, t)
+            body = self.expr(body_node, ctx)
+            self.expect_bool(body, body_node)
+        return ir.Count(str(name), t, body, ir.IntT(0, len(ir.domain(t))), sp)
 
     def cond_expr(self, node: Tree, ctx: _Ctx, expected: ir.Type | None, sp: Span) -> ir.Expr:
         """``if c then a else b``: both branches have one type (ints: the union of their
@@ -1647,7 +1666,7 @@ def _check_gotos(stmts: tuple[ir.Stmt, ...], done: ir.Goto | None,
 
 # the IR nodes that bind a name, and the field holding it
 _BINDERS = {ir.Local: "name", ir.Let: "var", ir.For: "var", ir.Quant: "var",
-            ir.MsgQuant: "var", ir.MsgVarAttr: "var"}
+            ir.Count: "var", ir.MsgQuant: "var", ir.MsgVarAttr: "var"}
 _TYPES = (ir.BoolT, ir.IntT, ir.ValueT, ir.AgentT, ir.NodeT, ir.EnumT, ir.StateT, ir.SetT,
           ir.ArrayT, ir.IndexT, ir.HNodeT, Span)
 

@@ -29,7 +29,7 @@ MAX_INT = 2**31 - 1    # ... and its largest value (a 32-bit signed int)
 _EXPR_NODES = frozenset({
     "implies", "or_op", "and_op", "not_op", "compare", "member", "arith", "neg", "attr",
     "index", "call", "int_lit", "name", "set_lit", "quant", "not_member", "cond_expr",
-    "node_is",
+    "node_is", "count_expr",
 })
 _STMT_NODES = frozenset({"if_stmt", "for_stmt"})
 
@@ -42,7 +42,7 @@ _TERMINAL_NAMES = {
     "MACHINE_KIND": "'cache', 'home'", "GHOST": "'ghost'", "AUX": "'aux'",
     "QUANT": "'forall', 'exists'", "CMP_OP": "a comparison", "ADD_OP": "'+', '-'",
     "ESCAPED_STRING": "a string", "PLUS": "'+'", "MINUS": "'-'", "BANG": "'!'",
-    "FAIRNESS": "a fairness mark ('fair', 'unfair')",
+    "FAIRNESS": "a fairness mark ('fair', 'unfair')", "COUNT": "'count'",
 }
 
 

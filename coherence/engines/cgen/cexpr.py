@@ -191,6 +191,15 @@ class Frame:
             self.emit(f"if (({b} != 0) != {forall}) {{ {r} = {1 - forall}; break; }}")
             self.close()
             return r
+        if isinstance(e, ir.Count):
+            r = self.let("0")
+            dom = ir.domain(e.var_type)
+            self.open(f"for (int L_{e.var} = {dom.start}; L_{e.var} < {dom.stop}; "
+                      f"L_{e.var}++)")
+            b = self.ex(e.body)
+            self.emit(f"if ({b} != 0) {r}++;")
+            self.close()
+            return r
         if isinstance(e, ir.InFlight):
             d = self.ex(e.dst) if e.dst is not None else None
             r = self.let("0")
