@@ -1051,6 +1051,7 @@ def _label(tr: ir.Transition) -> str:
 
 
 QUICK_SECONDS = 5.0  # per obligation, before looking for a small counterexample
+COUNT_QUICK_SECONDS = 1.0  # the same, before the ground try, in a spec that counts
 CTI_SECONDS = 20.0  # for that search (param_cti)
 QUERY_SECONDS = 60.0  # per obligation in all, when no small counterexample exists
 REFUTE_SECONDS = 20.0  # default budget for looking for a concrete counterexample
@@ -1183,9 +1184,9 @@ class Grounded:
             nodes = [x for x in q.pre.leaves() if x.sort() == NODE]
             consts = [c for c in q.consts if c.sort() == NODE]
             self.terms = [HOME, *consts, *nodes, *self.pool[:2]]
-            self.grounder, self.solver, self.hypotheses = self._context(self.terms)
+            self.grounder, self.solver, self.counting = self._context(self.terms)
             self.wider: dict[tuple[int, ...], tuple[Any, Any, list[Any]]] = {}
-        if self._proves(self.grounder, self.solver, self.hypotheses, goal):
+        if self._proves(self.grounder, self.solver, self.counting, goal):
             return True
         # a goal about a second action ("then B errs") names B's agents: the hypotheses
         # instantiated at them too
@@ -1199,24 +1200,28 @@ class Grounded:
         return self._proves(*self.wider[key], goal)
 
     def _context(self, terms: list[Any]) -> tuple[Any, Any, list[Any]]:
+        """(grounder, solver, (card terms, node terms) of the hypotheses) at ``terms``."""
         from coherence.smt.infer_ground import Grounder
+        from coherence.smt.param_count import ground_nodes
         grounder = Grounder(NODE, terms)
         solver = z3.Solver()
         solver.set("rlimit", GROUND_RLIMIT)
         hypotheses = [grounder.ground(a, True) for a in self.query.assertions[:-1]]
         solver.add(*hypotheses)
-        return grounder, solver, hypotheses
+        counting = [card_terms(hypotheses), ground_nodes(hypotheses)] if self.query.counts \
+            else [[], []]
+        return grounder, solver, counting
 
-    def _proves(self, grounder: Any, solver: Any, hypotheses: list[Any], goal: Any) -> bool:
+    def _proves(self, grounder: Any, solver: Any, counting: list[Any], goal: Any) -> bool:
         grounded = grounder.goal(goal, self.pool)
-        counted = card_terms([*hypotheses, grounded])
-        if not counted:
+        if not self.query.counts:
             return bool(solver.check(grounded) == z3.unsat)
         # NOTE(param-count): the cardinality axioms of the card terms this goal brings
         from coherence.smt.param_count import ground_nodes, venn_axioms
-        pool = list({t.get_id(): t for t in [*grounder.terms,
-                                             *ground_nodes([grounded, *hypotheses])]
-                     }.values())
+        cards, nodes = counting
+        counted = list({t.get_id(): t for t in [*cards, *card_terms([grounded])]}.values())
+        pool = list({t.get_id(): t for t in [*grounder.terms, *ground_nodes([grounded]),
+                                             *nodes]}.values())
         axioms = venn_axioms(counted, pool)
         solver.push()
         try:
@@ -1251,11 +1256,15 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
     with 1-2 agents, a fresh solver, a counterexample with 3-4 agents, then the long try."""
     from coherence.smt.param_cti import MAX_AGENTS, find_cti
     step = q.what != "init"
-    # NOTE(param-count): with cardinalities uninterpreted, the quantified solver rarely
-    # proves a query that counts (and its models may be spurious): the ground try, which has
-    # their axioms, goes first
+    # NOTE(param-count): with cardinalities uninterpreted, the quantified solver proves only
+    # the queries of a spec that counts that need no counting (most of them, at once), and
+    # its models may be spurious: after a short try, the ground try, which has their axioms
     counts = q.counts
     if counts:
+        budget.limit(shared, COUNT_QUICK_SECONDS)
+        if (shared.check() if q.shape is not None else shared.check(q.assertions[-1])) \
+                == z3.unsat:
+            return z3.unsat, None, ""
         grounded = grounded if grounded is not None else Grounded(q)
         if grounded.proves(q.assertions[-1]):
             return z3.unsat, None, ""

@@ -161,39 +161,47 @@ def in_range(x: Any, bounds: tuple[Linear, Linear]) -> Any:
 def card_terms(formulas: list[Any]) -> list[Any]:
     """The ``card`` applications of ``formulas`` outside any quantifier (ground terms), in the
     order first met."""
-    seen: set[int] = set()
-    out: list[Any] = []
-    todo = list(reversed(formulas))
-    while todo:
-        t = todo.pop()
-        if t.get_id() in seen:
-            continue
-        seen.add(t.get_id())
-        if z3.is_quantifier(t) or not z3.is_app(t):
-            continue
-        if is_card(t):
-            out.append(t)
-            continue
-        todo.extend(reversed(t.children()))
-    return out
+    return [t for t in _ground_subterms(formulas) if is_card(t)]
 
 
-def ground_nodes(formulas: list[Any], limit: int = 64) -> list[Any]:
+def ground_nodes(formulas: list[Any], limit: int = 24) -> list[Any]:
     """The ``Node`` terms of ``formulas`` outside any quantifier (constants, Skolem terms,
     array reads), at most ``limit`` of them, in the order first met: where a region of count 0
     is checked to have no element."""
+    return [t for t in _ground_subterms(formulas, NODE) if not is_card(t)][:limit]
+
+
+def _ground_subterms(formulas: list[Any], sort: Any = None) -> list[Any]:
+    """The subterms of ``formulas`` outside any quantifier that are ``card`` applications
+    (``sort`` None) or of ``sort``; on raw ASTs, since the Python wrappers cost microseconds
+    per node and the grounded hypotheses have hundreds of thousands."""
+    if not formulas:
+        return []
+    ctx = formulas[0].ctx
+    ref = ctx.ref()
+    card_decl = CARD.ast
+    want = None if sort is None else sort.ast
     seen: set[int] = set()
-    out: list[Any] = []
-    todo = list(reversed(formulas))
-    while todo and len(out) < limit:
-        t = todo.pop()
-        if t.get_id() in seen or z3.is_quantifier(t) or not z3.is_app(t):
+    hits: list[Any] = []
+    todo = [f.as_ast() for f in reversed(formulas)]
+    while todo:
+        a = todo.pop()
+        key = z3.Z3_get_ast_id(ref, a)
+        if key in seen:
             continue
-        seen.add(t.get_id())
-        if t.sort() == NODE:
-            out.append(t)
-        todo.extend(reversed(t.children()))
-    return out
+        seen.add(key)
+        if z3.Z3_get_ast_kind(ref, a) != z3.Z3_APP_AST:
+            continue
+        decl = z3.Z3_get_app_decl(ref, a)
+        if want is None:
+            if z3.Z3_is_eq_func_decl(ref, decl, card_decl):
+                hits.append(a)
+                continue
+        elif z3.Z3_is_eq_sort(ref, z3.Z3_get_sort(ref, a), want):
+            hits.append(a)
+        n = z3.Z3_get_app_num_args(ref, a)
+        todo.extend(z3.Z3_get_app_arg(ref, a, k) for k in range(n - 1, -1, -1))
+    return [z3.z3._to_expr_ref(a, ctx) for a in hits]
 
 
 def bounds(terms: list[Any]) -> list[Any]:
@@ -208,7 +216,9 @@ WITNESSES = 3  # per Venn region: counts up to 3 follow from the elements Z3 can
 def venn_axioms(terms: list[Any], pool: list[Any]) -> list[Any]:
     """The pairwise Venn axioms of the card ``terms`` (see the module's docstring), regions
     without elements checked at the nodes of ``pool``. Every term is paired with N, so that a
-    set of count N holds every agent of ``pool``."""
+    set of count N holds every agent of ``pool``; two terms that each name nodes (``i`` in
+    ``count(a: agent :: owes(a, i))``) are paired only when they name one in common, which
+    keeps the axioms linear in the instances of such a count (fewer axioms: still sound)."""
     n = agents_count()
     terms = list({t.get_id(): t for t in [n, *terms]}.values())
     out = bounds(terms)
@@ -229,7 +239,11 @@ def venn_axioms(terms: list[Any], pool: list[Any]) -> list[Any]:
                                      z3.Or([y == v for v in ws[:j]])))
         return ax
 
+    named = {t.get_id(): _named_nodes(t) for t in terms}
     for t1, t2 in itertools.combinations(terms, 2):
+        n1, n2 = named[t1.get_id()], named[t2.get_id()]
+        if n1 and n2 and not n1 & n2:
+            continue  # counts about different nodes (the acks owed to i and to j): unrelated
         s1, s2 = t1.arg(0), t2.arg(0)
         k = next(fresh)
         both, only1, only2 = (z3.Int(f"card_r{k}_{p}") for p in ("11", "10", "01"))
@@ -239,6 +253,29 @@ def venn_axioms(terms: list[Any], pool: list[Any]) -> list[Any]:
                                                             z3.Not(member(s2, y))))
         out += region(only2, lambda y, s1=s1, s2=s2: z3.And(member(s2, y),
                                                             z3.Not(member(s1, y))))
+    return out
+
+
+def _named_nodes(t: Any) -> set[int]:
+    """The ids of the ``Node`` constants a card term's set mentions, but the home and
+    "undefined" (every set of agents mentions them)."""
+    from coherence.smt.nodes import HOME, UNDEF_N
+    skip = {HOME.get_id(), UNDEF_N.get_id()}
+    out: set[int] = set()
+    seen: set[int] = set()
+    todo = [t]
+    while todo:
+        x = todo.pop()
+        if x.get_id() in seen:
+            continue
+        seen.add(x.get_id())
+        if z3.is_quantifier(x):
+            todo.append(x.body())
+        elif z3.is_app(x):
+            if (x.num_args() == 0 and x.sort() == NODE and x.get_id() not in skip
+                    and x.decl().kind() == z3.Z3_OP_UNINTERPRETED):
+                out.add(x.get_id())
+            todo.extend(x.children())
     return out
 
 

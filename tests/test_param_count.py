@@ -1,0 +1,132 @@
+"""Counting in proofs for every number of agents (NOTE(param-count) in coherence/smt/param.py):
+the cardinality axioms prove the counting facts a step needs and nothing false, integer ranges
+that move with the number of agents are linear bounds, and a spec that counts is proved for
+every N while its mutants are not."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+import z3
+
+from coherence.smt.nodes import HOME, NODE, UNDEF_N, is_agent
+from coherence.smt.param import prove_all
+from coherence.smt.param_count import (
+    INT,
+    Linear,
+    agents_count,
+    card,
+    card_terms,
+    exact,
+    scaled_ranges,
+    venn_axioms,
+)
+from coherence.spec.load import load_spec, load_spec_text
+
+ROOT = Path(__file__).resolve().parent.parent
+SPECS = ROOT / "tests" / "specs"
+RLIMIT = 150_000_000
+
+S = z3.Array("S", NODE, z3.BoolSort())
+X, Y = z3.Consts("x y", NODE)
+
+
+def _decide(goal: z3.BoolRef, facts: list[z3.BoolRef], pool: list[z3.ExprRef]) -> z3.CheckSatResult:
+    """Whether ``facts`` and the Venn axioms of their card terms refute ``not goal``."""
+    terms = card_terms([*facts, goal])
+    solver = z3.Solver()
+    solver.set("rlimit", 20_000_000)
+    solver.add(HOME != UNDEF_N, *facts, *venn_axioms(terms, pool), z3.Not(goal))
+    return solver.check()
+
+
+def test_removing_a_member_counts_one_less() -> None:
+    post = z3.Store(S, X, False)
+    facts = [is_agent(X), S[X]]
+    assert _decide(card(post) == card(S) - 1, facts, [HOME, UNDEF_N, X]) == z3.unsat
+
+
+def test_adding_a_non_member_counts_one_more() -> None:
+    post = z3.Store(S, X, True)
+    facts = [is_agent(X), z3.Not(S[X])]
+    assert _decide(card(post) == card(S) + 1, facts, [HOME, UNDEF_N, X]) == z3.unsat
+
+
+def test_two_distinct_non_members_leave_room_for_two() -> None:
+    facts = [is_agent(X), is_agent(Y), X != Y, z3.Not(S[X]), z3.Not(S[Y])]
+    assert _decide(card(S) + 2 <= agents_count(), facts, [HOME, UNDEF_N, X, Y]) == z3.unsat
+
+
+def test_empty_count_means_no_member() -> None:
+    facts = [is_agent(X), card(S) == 0]
+    assert _decide(z3.Not(S[X]), facts, [HOME, UNDEF_N, X]) == z3.unsat
+
+
+def test_the_axioms_prove_nothing_false() -> None:
+    pool = [HOME, UNDEF_N, X, Y]
+    absent = [is_agent(X), z3.Not(S[X])]
+    present = [is_agent(X), S[X]]
+    # x was not there, so adding it changes the count; x was there, so removing it does
+    assert _decide(card(z3.Store(S, X, True)) == card(S), absent, pool) == z3.sat
+    assert _decide(card(z3.Store(S, X, False)) == card(S), present, pool) == z3.sat
+    # two known non-members leave room for two, not for three
+    two = [is_agent(X), is_agent(Y), X != Y, z3.Not(S[X]), z3.Not(S[Y])]
+    assert _decide(card(S) + 3 <= agents_count(), two, pool) == z3.sat
+
+
+def test_exact_count_over_a_finite_universe() -> None:
+    elems = [HOME, UNDEF_N, *z3.Consts("k0 k1 k2", NODE)]
+    solver = z3.Solver()
+    solver.add(z3.Distinct(*elems))
+    t = card(S)
+    total = exact(t, elems, lambda x: x)
+    for bits in itertools.product([False, True], repeat=3):
+        solver.push()
+        solver.add(*[S[e] == b for e, b in zip(elems[2:], bits, strict=True)])
+        solver.add(S[HOME], S[UNDEF_N])  # not agents: never counted
+        assert solver.check() == z3.sat
+        assert solver.model().eval(total).as_long() == sum(bits)
+        solver.pop()
+    assert total.sort() == INT
+
+
+SCALED = """
+param agents = 3;
+param lines = 1;
+param values = 1;
+home machine H { stable state R; init R; var n: int[0..agents] = 0; var d: int[0 - agents..agents + 1] = 0;
+  var k: int[0..2] = 0; }
+cache machine C { stable state I; init I; }
+"""
+
+
+def test_ranges_that_move_with_the_number_of_agents_are_linear_bounds() -> None:
+    model = load_spec_text(SCALED, "scaled.coh")
+    home = model.machine("H")
+    ranges = scaled_ranges(model)
+    by_name = {v.name: ranges.get(v.span) for v in home.vars}
+    assert by_name == {"n": (Linear(0, 0), Linear(0, 1)),            # 0 .. N
+                       "d": (Linear(0, -1), Linear(1, 1)),           # -N .. N + 1
+                       "k": None}                                    # fixed: a bit-vector
+
+
+def _prove(name: str) -> str:
+    return prove_all(load_spec(str(SPECS / "count" / name)), rlimit=RLIMIT).verdict
+
+
+def test_a_counter_beside_its_set_is_proved_for_every_n() -> None:
+    assert _prove("sharer_set_and_counter.coh") == "holds"
+
+
+def test_a_counter_that_forgets_to_decrement_is_not_proved(tmp_path: Path) -> None:
+    text = (SPECS / "count" / "sharer_set_and_counter.coh").read_text()
+    mutant = text.replace("    n := n - 1;\n", "")
+    assert mutant != text
+    path = tmp_path / "mutant.coh"
+    path.write_text(mutant)
+    model = load_spec(str(path))
+    result = prove_all(model, rlimit=RLIMIT)
+    assert result.verdict == "fails", (result.verdict, result.ctis)
+    assert any("counted" in f.name for f in result.failures)
