@@ -6,13 +6,14 @@ every N while its mutants are not."""
 from __future__ import annotations
 
 import itertools
+import time
 from pathlib import Path
 
 import pytest
 import z3
 
 from coherence.smt.nodes import HOME, NODE, UNDEF_N, is_agent
-from coherence.smt.param import prove_all
+from coherence.smt.param import Budget, obligations, prove_all
 from coherence.smt.param_count import (
     INT,
     Linear,
@@ -23,7 +24,9 @@ from coherence.smt.param_count import (
     scaled_ranges,
     venn_axioms,
 )
+from coherence.smt.param_cti import find_cti
 from coherence.spec.load import load_spec, load_spec_text
+from coherence.spec.select import drop_properties
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = ROOT / "tests" / "specs"
@@ -96,8 +99,8 @@ SCALED = """
 param agents = 3;
 param lines = 1;
 param values = 1;
-home machine H { stable state R; init R; var n: int[0..agents] = 0; var d: int[0 - agents..agents + 1] = 0;
-  var k: int[0..2] = 0; }
+home machine H { stable state R; init R; var n: int[0..agents] = 0;
+  var d: int[0 - agents..agents + 1] = 0; var k: int[0..2] = 0; }
 cache machine C { stable state I; init I; }
 """
 
@@ -130,3 +133,19 @@ def test_a_counter_that_forgets_to_decrement_is_not_proved(tmp_path: Path) -> No
     result = prove_all(model, rlimit=RLIMIT)
     assert result.verdict == "fails", (result.verdict, result.ctis)
     assert any("counted" in f.name for f in result.failures)
+
+
+@pytest.mark.parametrize("spec", ["msi_directory", "mesi_directory"])
+def test_msi_and_mesi_are_inside_the_fragment(spec: str) -> None:
+    """Their ack counter (``int[0 - agents..agents]``) and ``size(sharers)`` in Data are
+    encoded: a counterexample to induction of their bare invariants replays, with integer
+    counters, through the reference semantics."""
+    model = drop_properties(load_spec(str(ROOT / "specs" / f"{spec}.coh")), ["coherent"])
+    _enc, _cur, queries = obligations(model)
+    assert all(q.counts for q in queries)
+    q = next(q for q in queries if q.goal == "invariant:swmr"
+             and q.what.startswith("action Cache.message Data in IS_D"))
+    cti = find_cti(model, q, Budget(None, RLIMIT, time.perf_counter()), range(1, 3))
+    assert cti is not None
+    assert "swmr" in cti.summary
+    assert any("acks=" in line for line in cti.pre), cti.pre

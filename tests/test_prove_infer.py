@@ -161,27 +161,6 @@ def test_cli_unsupported_spec_is_a_located_error_before_exploring(tmp_path: Path
     assert f"{path}:4:" in r.stderr and "number of agents" in r.stderr
 
 
-@pytest.mark.parametrize("spec", ["msi_directory", "mesi_directory"])
-def test_cli_out_of_fragment_protocol_is_a_located_error(spec: str) -> None:
-    path = SPECS / f"{spec}.coh"
-    text = path.read_text()
-    # the ack counter: the first construct outside the fragment (the unordered network's
-    # capacity = agents before it is ignored by the encoding; the multicast `for` and the
-    # agent-valued fields are encoded)
-    where = "var acks: int[0 - agents..agents] = 0;"
-    line = text[:text.index(where)].count("\n") + 1
-    # NOTE: the refusal comes after prove's look for a concrete counterexample (BMC at 2 and 3
-    # agents; 20 s of wall clock by default): a small --rlimit makes that quick and
-    # deterministic, and these protocols have no counterexample to find
-    r = _cli("prove", str(path), "--agents", "any", "--infer", "--rlimit", "1000000")
-    assert r.returncode == 2, (r.stdout, r.stderr)
-    assert "Traceback" not in r.stderr and not r.stdout.strip()
-    first = r.stderr.splitlines()[0]
-    assert first == (f"{path}:{line}:7: error: this depends on the number of agents as a "
-                     "number, which a proof for every N cannot encode"), r.stderr
-    assert where in r.stderr  # the source line, under the location
-
-
 @pytest.mark.slow
 def test_cli_write_appends_after_a_marker_and_the_result_is_proved(tmp_path: Path) -> None:
     path = tmp_path / "mutex.coh"

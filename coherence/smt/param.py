@@ -13,8 +13,11 @@ Invariants are universally quantified; the inductive check is
 with Inv the conjunction of every invariant (the spec's ``invariant aux`` lines included), no
 model error and no message without a transition (see ``obligations``).
 
-Outside this fragment (the atomic bus, ``for``, ``broadcast`` on FIFO networks, arithmetic on
-the number of agents, sizes of sets other than emptiness, the coherence monitor, deadlock) the
+Counting (``size(s)``, ``count(a: agent :: P)``, integers whose range moves with the number of
+agents) is a cardinality function with axioms (NOTE(param-count) in ``param_count``).
+
+Outside this fragment (the atomic bus, a ``for`` that is not a multicast, ``broadcast`` on FIFO
+networks, the number of agents used as a number, the coherence monitor, deadlock) the
 encoder raises ``Unsupported`` with the construct's location: never a silent pass.
 """
 

@@ -168,10 +168,10 @@ def ground_nodes(formulas: list[Any], limit: int = 24) -> list[Any]:
     """The ``Node`` terms of ``formulas`` outside any quantifier (constants, Skolem terms,
     array reads), at most ``limit`` of them, in the order first met: where a region of count 0
     is checked to have no element."""
-    return [t for t in _ground_subterms(formulas, NODE) if not is_card(t)][:limit]
+    return _ground_subterms(formulas, NODE, limit)
 
 
-def _ground_subterms(formulas: list[Any], sort: Any = None) -> list[Any]:
+def _ground_subterms(formulas: list[Any], sort: Any = None, limit: int = -1) -> list[Any]:
     """The subterms of ``formulas`` outside any quantifier that are ``card`` applications
     (``sort`` None) or of ``sort``; on raw ASTs, since the Python wrappers cost microseconds
     per node and the grounded hypotheses have hundreds of thousands."""
@@ -199,6 +199,8 @@ def _ground_subterms(formulas: list[Any], sort: Any = None) -> list[Any]:
                 continue
         elif z3.Z3_is_eq_sort(ref, z3.Z3_get_sort(ref, a), want):
             hits.append(a)
+            if len(hits) == limit:
+                break
         n = z3.Z3_get_app_num_args(ref, a)
         todo.extend(z3.Z3_get_app_arg(ref, a, k) for k in range(n - 1, -1, -1))
     return [z3.z3._to_expr_ref(a, ctx) for a in hits]
