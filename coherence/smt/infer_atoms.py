@@ -153,8 +153,11 @@ def vocabulary(model: ir.Model, undef: set[str]) -> Vocabulary:
             agent_sets.append((text, read, key))
         else:
             gl.extend(_eq_atoms(text, t, read, mu, key))
+            if isinstance(t, ir.IntT):
+                counters.append((text, read, key))
 
     agent_vars: list[tuple[str, Reader, str]] = []
+    counters: list[tuple[str, Reader, str]] = []  # integers that may count a set
     agent_sets: list[tuple[str, Reader, str]] = []
     for k, v in enumerate(model.globals):
         scalar_globals(v.name, v.type, lambda e, k=k: e.globals[k], f"G.{v.name}")
@@ -168,6 +171,13 @@ def vocabulary(model: ir.Model, undef: set[str]) -> Vocabulary:
         for k, v in enumerate(home.vars):
             scalar_globals(f"{home.name}.{v.name}", v.type,
                            lambda e, k=k + 1: e.home[k], f"H.{v.name}")
+    # NOTE(param-count): a counter kept beside a set (``Dir.n == size(Dir.sharers)``)
+    for (tc, rc, kc), (ts, rs, ks) in ((c, st) for c in counters for st in agent_sets):
+        guard = f"!isundefined({tc}) && " if kc in undef else ""
+        gl.append(Atom(f"({guard}{tc} == size({ts}))" if guard else f"{tc} == size({ts})",
+                       f"{kc}=size.{ks}", False,
+                       lambda e, r=rc, rset=rs: r(e) != UNDEF and rset(e) != UNDEF
+                       and r(e) == bin(rset(e)).count("1")))
     for (ta, ra, ka), (tb, rb, kb) in _pairs(gvalues):
         gl.append(_value_eq(ta, ra, ka in undef, tb, rb, kb in undef, f"{ka}={kb}", 1))
     for msg in model.messages:

@@ -1264,10 +1264,16 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
     # its models may be spurious: after a short try, the ground try, which has their axioms
     counts = q.counts
     if counts:
+        from coherence.smt.param_count import venn_axioms
         budget.limit(shared, COUNT_QUICK_SECONDS)
-        if (shared.check() if q.shape is not None else shared.check(q.assertions[-1])) \
-                == z3.unsat:
-            return z3.unsat, None, ""
+        shared.push()  # the axioms of the query's ground card terms, quantified per node
+        try:
+            shared.add(*venn_axioms(card_terms(q.assertions), None))
+            if (shared.check() if q.shape is not None else shared.check(q.assertions[-1])) \
+                    == z3.unsat:
+                return z3.unsat, None, ""
+        finally:
+            shared.pop()
         grounded = grounded if grounded is not None else Grounded(q)
         if grounded.proves(q.assertions[-1]):
             return z3.unsat, None, ""

@@ -215,12 +215,14 @@ def bounds(terms: list[Any]) -> list[Any]:
 WITNESSES = 3  # per Venn region: counts up to 3 follow from the elements Z3 can name
 
 
-def venn_axioms(terms: list[Any], pool: list[Any]) -> list[Any]:
+def venn_axioms(terms: list[Any], pool: list[Any] | None) -> list[Any]:
     """The pairwise Venn axioms of the card ``terms`` (see the module's docstring), regions
     without elements checked at the nodes of ``pool``. Every term is paired with N, so that a
     set of count N holds every agent of ``pool``; two terms that each name nodes (``i`` in
     ``count(a: agent :: owes(a, i))``) are paired only when they name one in common, which
-    keeps the axioms linear in the instances of such a count (fewer axioms: still sound)."""
+    keeps the axioms linear in the instances of such a count (fewer axioms: still sound).
+    ``pool`` None: the per-node facts are quantified over every node instead (for the
+    quantified solver)."""
     n = agents_count()
     terms = list({t.get_id(): t for t in [n, *terms]}.values())
     out = bounds(terms)
@@ -234,11 +236,14 @@ def venn_axioms(terms: list[Any], pool: list[Any]) -> list[Any]:
         ax = [r >= 0]
         for j, w in enumerate(ws, start=1):
             ax.append(z3.Implies(r >= j, z3.And(member(w), *[w != v for v in ws[:j - 1]])))
-        for y in pool:
-            ax.append(z3.Implies(r == 0, z3.Not(member(y))))
-            for j in range(1, WITNESSES + 1):
-                ax.append(z3.Implies(z3.And(r <= j, member(y)),
-                                     z3.Or([y == v for v in ws[:j]])))
+        y = z3.Const(f"card_y{next(fresh)}", NODE)
+        facts = [z3.Implies(r == 0, z3.Not(member(y)))]
+        facts += [z3.Implies(z3.And(r <= j, member(y)), z3.Or([y == v for v in ws[:j]]))
+                  for j in range(1, WITNESSES + 1)]
+        if pool is None:
+            ax.append(z3.ForAll([y], z3.And(facts)))
+        else:
+            ax += [z3.substitute(f, (y, x)) for x in pool for f in facts]
         return ax
 
     named = {t.get_id(): _named_nodes(t) for t in terms}
