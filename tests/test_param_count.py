@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import z3
 
+from coherence.smt.infer import InferOptions, infer
 from coherence.smt.nodes import HOME, NODE, UNDEF_N, is_agent
 from coherence.smt.param import Budget, obligations, prove_all
 from coherence.smt.param_count import (
@@ -149,3 +150,15 @@ def test_msi_and_mesi_are_inside_the_fragment(spec: str) -> None:
     assert cti is not None
     assert "swmr" in cti.summary
     assert any("acks=" in line for line in cti.pre), cti.pre
+
+
+def test_inference_never_proves_the_counter_that_forgets_to_decrement(tmp_path: Path) -> None:
+    text = (SPECS / "infer" / "sharer_counter.coh").read_text()
+    mutant = text.replace("    n := n - 1;\n", "")
+    assert mutant != text
+    path = tmp_path / "mutant.coh"
+    path.write_text(mutant)
+    result = infer(load_spec(str(path)), InferOptions(
+        sizes=(2,), literals={"global": 1, "agent": 2, "pair": 1, "msg": 1},
+        rlimit=20_000_000, final_rlimit=100_000_000, explore_seconds=float("inf")))
+    assert result.proof.verdict == "fails", (result.proof.verdict, result.proof.reason)

@@ -80,6 +80,9 @@ def proof_row(spec: str, timeout: float, rlimit: int | None = None,
 NOAUX = SPECS.parent / "tests" / "specs" / "infer"
 INFER_SPECS = [(str(NOAUX / f"{n}.coh"), str(SPECS / f"{n}.coh"))
                for n in ("german", "broadcast_invalidate_acked")] + [
+    # NOTE(param-count): a counter beside a set; its baseline has the aux lines by hand
+    (str(NOAUX / "sharer_counter.coh"),
+     str(SPECS.parent / "tests" / "specs" / "count" / "sharer_set_and_counter.coh"))] + [
     (str(SPECS / f"{n}.coh"), str(SPECS / f"{n}.coh"))
     for n in ("msi_directory", "mesi_directory")]
 

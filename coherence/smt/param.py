@@ -1265,15 +1265,14 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
     counts = q.counts
     if counts:
         from coherence.smt.param_count import venn_axioms
-        budget.limit(shared, COUNT_QUICK_SECONDS)
-        shared.push()  # the axioms of the query's ground card terms, quantified per node
-        try:
-            shared.add(*venn_axioms(card_terms(q.assertions), None))
-            if (shared.check() if q.shape is not None else shared.check(q.assertions[-1])) \
-                    == z3.unsat:
-                return z3.unsat, None, ""
-        finally:
-            shared.pop()
+        # the axioms of the query's ground card terms, quantified per node, on a solver of
+        # their own (on the action's incremental one, Z3 5.4 crashed or gave up the push
+        # after a resource limit)
+        quick = z3.Solver()
+        budget.limit(quick, COUNT_QUICK_SECONDS)
+        quick.add(*q.assertions, *venn_axioms(card_terms(q.assertions), None))
+        if quick.check() == z3.unsat:
+            return z3.unsat, None, ""
         grounded = grounded if grounded is not None else Grounded(q)
         if grounded.proves(q.assertions[-1]):
             return z3.unsat, None, ""
