@@ -339,3 +339,13 @@ def test_mutants_without_their_aux_lines_are_never_proved(mutant: Path) -> None:
     assert result.proof.verdict != "fails", result.proof.failures[:1]
     if result.proof.verdict == "holds":
         _holds_at(model, result.lines, (2, 3), engine="auto")
+
+
+def test_timeout_stops_houdini_and_says_so() -> None:
+    """``--timeout`` caps Houdini as well as the final proof: MSI's Houdini at 4 agents ran
+    past 8 minutes without it. A timeout is an unknown, never a pass."""
+    model = _model(NOAUX / "german.coh")
+    result = infer(model, InferOptions(timeout=0.001, **NO_CLOCK))
+    assert result.proof.verdict == "unknown"
+    assert result.missing is not None and "--timeout reached" in result.missing, result.missing
+    assert result.lines == []

@@ -43,7 +43,8 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--all-failures", action="store_true",
                    help="BMC: keep going to depth K to find each property's first failure")
     p.add_argument("--timeout", type=positive_seconds, metavar="S",
-                   help="give up after S seconds (reported as unknown, never as a pass)")
+                   help="give up after S seconds (reported as unknown, never as a pass); "
+                        "with --infer, Houdini and the final proof get S seconds each")
     p.add_argument("--rlimit", type=positive_int, metavar="N",
                    help="bound each Z3 check by N of Z3's resource units instead of wall-clock "
                         "caps: the same verdict however loaded the machine is (unknown, never "

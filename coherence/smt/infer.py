@@ -40,7 +40,7 @@ class InferOptions:
     rlimit: int = 2_000_000_000  # per Houdini query (quantifier-free: deterministic units)
     houdini: str = "finite"  # "finite" (infer_finite, at ``cutoff`` agents) or "qf"
     cutoff: int = 4  # agents of the finite Houdini's instance
-    timeout: float | None = None  # the final proof's (prove --timeout)
+    timeout: float | None = None  # Houdini's and the final proof's, each (prove --timeout)
     final_rlimit: int | None = None  # the final proof's (prove --rlimit)
 
 
@@ -93,7 +93,7 @@ def infer(model: ir.Model, options: InferOptions | None = None,
     else:
         try:
             h = houdini_finite(model, cands, templates, opts.cutoff, progress=say,
-                               rlimit=opts.rlimit)
+                               rlimit=opts.rlimit, seconds=opts.timeout)
         except Unsupported as e:  # out of units: no inferred line, the proof says the rest
             from coherence.smt.infer_finite import FiniteResult
             h = FiniteResult([], [], [e.message], {"queries": 0, "unknown": 1})
@@ -103,8 +103,9 @@ def infer(model: ir.Model, options: InferOptions | None = None,
     lines = [f"invariant aux {n}: {cands[k].text};" for n, k in zip(names, h.support,
                                                                       strict=True)]
     missing = None
-    if h.failed:
-        missing = _missing(h.failed, opts)
+    if h.failed:  # a Houdini that gave up (no units, no time left) says so, not "no candidate"
+        missing = (f"{h.failed[0]}: no line inferred" if h.stats.get("unknown")
+                   else _missing(h.failed, opts))
     say(f"proving the spec with {len(lines)} inferred invariants from scratch")
     proved_model = extend(model, _block(lines)) if lines else model
     proof = prove_all(proved_model, timeout=opts.timeout, rlimit=opts.final_rlimit,

@@ -338,9 +338,10 @@ def _for_agent0(enc: Encoder, a: Any, keys: dict[str, list[tuple[int, int, int]]
 
 def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agents: int = 4,
                    progress: Callable[[str], None] | None = None,
-                   rlimit: int = CHECK_RLIMIT) -> FiniteResult:
+                   rlimit: int = CHECK_RLIMIT, seconds: float | None = None) -> FiniteResult:
     """A small set of candidates (``support``) that, with the targets, is inductive at
-    ``agents`` agents; ``alive`` is what no counterexample dropped."""
+    ``agents`` agents; ``alive`` is what no counterexample dropped. ``seconds``: a wall-clock
+    cap on the whole selection (``prove --timeout``); past it, ``Unsupported``."""
     from coherence.spec.load import rebind
     say = progress or (lambda _s: None)
     t0 = time.perf_counter()
@@ -396,6 +397,7 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
     t1 = time.perf_counter()
     say(f"Houdini at {n} agents: {len(cands)} candidates, atoms encoded ({t1 - t0:.1f} s)")
     run = _Lazy(solver, cands, tpl, at_cur, at_nxt, n, targets, tind)
+    run.deadline = None if seconds is None else t0 + seconds
     chosen, alive, failed = run.solve(say)
     t2 = time.perf_counter()
     picked = len(chosen)
@@ -437,6 +439,7 @@ class _Lazy:
         self.pre: dict[int, Any] = {}
         self.post: dict[int, Any] = {}
         self.queries = self.picks = 0
+        self.deadline: float | None = None  # time.perf_counter() past which no query runs
 
     def _encode(self, k: int) -> None:
         if k not in self.ind:
@@ -453,6 +456,12 @@ class _Lazy:
         goal += [_not(self.post[k]) for k in sorted(chosen)]
         self.solver.add(z3.Implies(act, any_of(goal)))
         self.queries += 1
+        if self.deadline is not None:
+            left = self.deadline - time.perf_counter()
+            if left <= 0:
+                raise Unsupported(f"Houdini at {self.n} agents: --timeout reached after "
+                                  f"{self.queries - 1} queries", NO_SPAN)
+            self.solver.set("timeout", max(1, int(left * 1000)))
         answer = self.solver.check(act, *[self.ind[k] for k in sorted(chosen)],
                                    *[self.tind[t] for t in sorted(live_t)])
         if answer == z3.unknown:
