@@ -69,3 +69,20 @@ def test_mutex_with_aux_obligations_are_mostly_proved_quantifier_free() -> None:
     steps = [q for q in queries if q.what != "init"]
     proved = sum(Grounded(q).proves(q.assertions[-1]) for q in steps)
     assert 2 * proved >= len(steps), (proved, len(steps))
+
+
+def test_grounding_stops_at_its_instance_budget() -> None:
+    """A ground context that would take minutes to build (MSI's count invariants: message
+    quantifiers over node pairs, nested) is given up (``TooLarge``): the quantified solver and
+    the CTI search still decide the query."""
+    import z3
+
+    from coherence.smt.infer_ground import Grounder, TooLarge
+    from coherence.smt.nodes import HOME, NODE, UNDEF_N
+
+    p = z3.Function("p", NODE, NODE, z3.BoolSort())
+    x, y = z3.Consts("x y", NODE)
+    claim = z3.ForAll([x, y], p(x, y))
+    assert z3.is_and(Grounder(NODE, [HOME, UNDEF_N], budget=4).ground(claim, True))
+    with pytest.raises(TooLarge):
+        Grounder(NODE, [HOME, UNDEF_N], budget=3).ground(claim, True)

@@ -24,14 +24,21 @@ import z3
 _BOOL = z3.BoolSort()
 
 
+class TooLarge(Exception):
+    """Grounding would build more quantifier instances than its budget allows."""
+
+
 class Grounder:
     """Grounds formulas over the node terms ``terms``; ``params`` are constants that stand for
-    a template's arguments (each instance substitutes them: Skolem terms depend on them)."""
+    a template's arguments (each instance substitutes them: Skolem terms depend on them).
+    ``budget``: the quantifier instances it may build (``TooLarge`` past it; None: no cap)."""
 
-    def __init__(self, node_sort: Any, terms: list[Any], params: tuple[Any, ...] = ()) -> None:
+    def __init__(self, node_sort: Any, terms: list[Any], params: tuple[Any, ...] = (),
+                 budget: int | None = None) -> None:
         self.node = node_sort
         self.terms = list(terms)
         self.params = params
+        self.left = budget
         self.memo: dict[tuple[int, bool], tuple[Any, Any]] = {}
         self.hasq: dict[int, tuple[Any, bool]] = {}
         self.fresh = 0
@@ -130,6 +137,10 @@ class Grounder:
             universal = t.is_forall() == pos
             sorts = [t.var_sort(k) for k in range(n)]
             if universal and all(s == self.node for s in sorts):
+                if self.left is not None:
+                    self.left -= len(self.terms) ** n
+                    if self.left < 0:
+                        raise TooLarge
                 cases = [self.ground(z3.substitute_vars(body, *reversed(vals)), pos)
                          for vals in itertools.product(self.terms, repeat=n)]
                 if t.is_forall():

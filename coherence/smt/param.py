@@ -1164,6 +1164,7 @@ def _prove(model: ir.Model, budget: Budget, refute_depth: int, notes: list[str],
 
 
 GROUND_RLIMIT = 30_000_000  # Z3 units per quantifier-free try (deterministic)
+GROUND_INSTANCES = 200_000  # quantifier instances one action's ground context may build
 
 
 class Grounded:
@@ -1187,9 +1188,10 @@ class Grounded:
             nodes = [x for x in q.pre.leaves() if x.sort() == NODE]
             consts = [c for c in q.consts if c.sort() == NODE]
             self.terms = [HOME, *consts, *nodes, *self.pool[:2]]
-            self.grounder, self.solver, self.counting = self._context(self.terms)
-            self.wider: dict[tuple[int, ...], tuple[Any, Any, list[Any]]] = {}
-        if self._proves(self.grounder, self.solver, self.counting, goal):
+            self.main = self._context(self.terms)
+            self.solver = self.main[1] if self.main is not None else False
+            self.wider: dict[tuple[int, ...], tuple[Any, Any, list[Any]] | None] = {}
+        if self.main is not None and self._proves(*self.main, goal):
             return True
         # a goal about a second action ("then B errs") names B's agents: the hypotheses
         # instantiated at them too
@@ -1200,22 +1202,36 @@ class Grounded:
         key = tuple(sorted(c.get_id() for c in extra))
         if key not in self.wider:
             self.wider[key] = self._context([*self.terms, *extra])
-        return self._proves(*self.wider[key], goal)
+        wider = self.wider[key]
+        return wider is not None and self._proves(*wider, goal)
 
-    def _context(self, terms: list[Any]) -> tuple[Any, Any, list[Any]]:
-        """(grounder, solver, (card terms, node terms) of the hypotheses) at ``terms``."""
-        from coherence.smt.infer_ground import Grounder
+    def _context(self, terms: list[Any]) -> tuple[Any, Any, list[Any]] | None:
+        """(grounder, solver, (card terms, node terms) of the hypotheses) at ``terms``; None
+        when the instances would exceed GROUND_INSTANCES (MSI's count invariants, whose
+        message quantifiers range over (source, destination) pairs: minutes of Python)."""
+        from coherence.smt.infer_ground import Grounder, TooLarge
         from coherence.smt.param_count import ground_nodes
-        grounder = Grounder(NODE, terms)
+        grounder = Grounder(NODE, terms, budget=GROUND_INSTANCES)
         solver = z3.Solver()
         solver.set("rlimit", GROUND_RLIMIT)
-        hypotheses = [grounder.ground(a, True) for a in self.query.assertions[:-1]]
+        try:
+            hypotheses = [grounder.ground(a, True) for a in self.query.assertions[:-1]]
+        except TooLarge:
+            return None
         solver.add(*hypotheses)
         counting = [card_terms(hypotheses), ground_nodes(hypotheses)] if self.query.counts \
             else [[], []]
         return grounder, solver, counting
 
     def _proves(self, grounder: Any, solver: Any, counting: list[Any], goal: Any) -> bool:
+        from coherence.smt.infer_ground import TooLarge
+        grounder.left = GROUND_INSTANCES  # each goal its own budget
+        try:
+            return self._decide(grounder, solver, counting, goal)
+        except TooLarge:
+            return False
+
+    def _decide(self, grounder: Any, solver: Any, counting: list[Any], goal: Any) -> bool:
         grounded = grounder.goal(goal, self.pool)
         if not self.query.counts:
             return bool(solver.check(grounded) == z3.unsat)
