@@ -1287,14 +1287,16 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
         quick = z3.Solver()
         budget.limit(quick, COUNT_QUICK_SECONDS)
         quick.add(*q.assertions, *venn_axioms(card_terms(q.assertions), None))
-        if quick.check() == z3.unsat:
+        if _check(quick)[0] == z3.unsat:
             return z3.unsat, None, ""
         grounded = grounded if grounded is not None else Grounded(q)
         if grounded.proves(q.assertions[-1]):
             return z3.unsat, None, ""
+    if counts:  # a solver of its own (see above): the action's one is not used
+        shared = z3.Solver()
+        shared.add(*q.assertions)
     budget.limit(shared, QUICK_SECONDS)
-    answer = shared.check() if q.shape is not None else shared.check(q.assertions[-1])
-    why = shared.reason_unknown() if answer == z3.unknown else ""
+    answer, why = _check(shared, [] if q.shape is not None or counts else [q.assertions[-1]])
     if answer == z3.unsat:
         return answer, None, why
     if answer == z3.unknown and step and not counts and grounded is not None \
@@ -1308,8 +1310,7 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
     fresh.add(*q.assertions)
     if answer == z3.unknown:
         budget.limit(fresh, 2 * QUICK_SECONDS)
-        answer = fresh.check()
-        why = fresh.reason_unknown() if answer == z3.unknown else ""
+        answer, why = _check(fresh)
         if answer == z3.unsat:
             return answer, None, why
         answer, why = _trusted(counts, answer, why)
@@ -1318,10 +1319,20 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
     left = budget.seconds(QUERY_SECONDS)
     if cti is None and answer == z3.unknown and (left is None or left > 2 * QUICK_SECONDS):
         budget.limit(fresh, QUERY_SECONDS)
-        answer = fresh.check()
-        why = fresh.reason_unknown() if answer == z3.unknown else ""
+        answer, why = _check(fresh)
         answer, why = _trusted(counts, answer, why)
     return answer, cti, why
+
+
+def _check(solver: Any, assumptions: list[Any] | None = None) -> tuple[Any, str]:
+    """(answer, why unknown) of ``solver.check``; an error inside Z3 is an unknown (Z3 5.4.1
+    raised "Overflow encountered when expanding vector" on a counting spec's incremental
+    solver, once in three runs): the next try decides, never a pass."""
+    try:
+        answer = solver.check(*(assumptions or []))
+    except z3.Z3Exception as e:
+        return z3.unknown, f"Z3 error: {e}"
+    return answer, solver.reason_unknown() if answer == z3.unknown else ""
 
 
 def _trusted(counts: bool, answer: Any, why: str) -> tuple[Any, str]:
