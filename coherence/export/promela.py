@@ -361,16 +361,21 @@ class PromelaExporter:
             return f"({a} & ~(1 << {b}))"
         return f"({a} {op} {b})"
 
+    def bound_body(self, var: str, v: str, body: ir.Expr, ctx: _Ctx) -> tuple[str, str]:
+        """(value, statements) of ``body`` with ``var`` bound to the loop variable ``v``: the
+        body of a quantifier's or a count's loop."""
+        saved = ctx.locals.get(var)
+        ctx.locals[var] = (v, False)
+        stmts: list[str] = []
+        b = self.expr(body, ctx, stmts)[0]
+        _restore(ctx.locals, var, saved)
+        return b, "\n".join(stmts)
+
     def quant(self, e: ir.Quant, ctx: _Ctx, pre: list[str]) -> str:
         forall = 1 if e.kind == "forall" else 0
         dom = ir.domain(e.var_type)
         v, t = self.temp(f"q_{e.var}_"), self.temp("qr")
-        saved = ctx.locals.get(e.var)
-        ctx.locals[e.var] = (v, False)
-        body: list[str] = []
-        b = self.expr(e.body, ctx, body)[0]
-        _restore(ctx.locals, e.var, saved)
-        body_text = "\n".join(body)
+        b, body_text = self.bound_body(e.var, v, e.body, ctx)
         pre += [f"{t} = {forall}; {v} = {dom.start};",
                 f"do :: {v} <= {dom.stop - 1} && {t} == {forall} -> {body_text}",
                 f"   if :: ({b} != 0) != {forall} -> {t} = {1 - forall} :: else -> skip fi; "
@@ -383,12 +388,7 @@ class PromelaExporter:
         semantics evaluates it."""
         dom = ir.domain(e.var_type)
         v, t = self.temp(f"c_{e.var}_"), self.temp("cr")
-        saved = ctx.locals.get(e.var)
-        ctx.locals[e.var] = (v, False)
-        body: list[str] = []
-        b = self.expr(e.body, ctx, body)[0]
-        _restore(ctx.locals, e.var, saved)
-        body_text = "\n".join(body)
+        b, body_text = self.bound_body(e.var, v, e.body, ctx)
         pre += [f"{t} = 0; {v} = {dom.start};",
                 f"do :: {v} <= {dom.stop - 1} -> {body_text}",
                 f"   if :: {b} != 0 -> {t}++ :: else -> skip fi; {v}++",

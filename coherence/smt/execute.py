@@ -47,6 +47,17 @@ def b2i(b: Any) -> Any:
     return z3.If(b, num(1), num(0))
 
 
+def arithmetic(op: str, a: Any, b: Any) -> Any:
+    """``+``, ``-`` or a comparison (as 0/1) of two scalars of one sort."""
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    rel = {"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b,
+           ">=": a >= b}[op]
+    return b2i(rel)
+
+
 def truth(x: Any) -> Any:
     return x != 0
 
@@ -327,13 +338,7 @@ class Exec:
             raise Unsupported("the Z3 back end cannot compare arrays", e.span)
         self.check(a, c)
         self.check(b, c)
-        if op == "+":
-            return a + b
-        if op == "-":
-            return a - b
-        rel = {"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b,
-               ">=": a >= b}[op]
-        return b2i(rel)
+        return arithmetic(op, a, b)
 
     def quant(self, e: ir.Quant, c: Any) -> Any:
         forall = e.kind == "forall"

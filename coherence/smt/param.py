@@ -33,7 +33,7 @@ import z3
 from coherence import ir
 from coherence.errors import NO_SPAN, Span, SpecError
 from coherence.results import Failure
-from coherence.smt.execute import TRUE, Exec, all_of, any_of, b2i, truth
+from coherence.smt.execute import TRUE, Exec, all_of, any_of, arithmetic, b2i, truth
 from coherence.smt.nodes import HOME, NODE, UNDEF_N, is_agent
 from coherence.smt.param_count import (
     INT,
@@ -465,30 +465,14 @@ class PExec(Exec):
         a, b = self.check(a, c), self.check(b, c)
         if is_int(a) or is_int(b):
             a, b = to_int(a), to_int(b)
-        if op == "+":
-            return a + b
-        if op == "-":
-            return a - b
-        rel = {"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b,
-               ">=": a >= b}[op]
-        return b2i(rel)
+        return arithmetic(op, a, b)
 
     def count(self, e: ir.Count, c: Any) -> Any:
         """NOTE(param-count): ``count(a: agent :: body)`` as the card of a set of agents."""
         if not isinstance(e.var_type, ir.AgentT):
             raise Unsupported("count() over anything but the agents is not supported with "
                               "--agents any", e.span)
-        x = z3.FreshConst(NODE, e.var)
-        saved = self.locals.get(e.var)
-        self.locals[e.var] = x
-        self.bound.append((x, self.enc.is_agent(x)))
-        body = truth(self.expr(e.body, c))
-        self.bound.pop()
-        if saved is None:
-            self.locals.pop(e.var, None)
-        else:
-            self.locals[e.var] = saved
-        return count(x, body)
+        return count(*self.over_agent(e.var, e.body, c))
 
     def node_typed(self, t: ir.Type) -> bool:
         """Whether values of ``t`` are of sort ``Node`` here."""
@@ -499,19 +483,25 @@ class PExec(Exec):
             return super().quant(e, c)
         return self.node_quant(e, c)
 
-    def node_quant(self, e: ir.Quant, c: Any) -> Any:
-        """A quantifier over the agents: over the ``Node`` sort, guarded by ``is_agent``."""
-        x = z3.FreshConst(NODE, e.var)
-        saved = self.locals.get(e.var)
-        self.locals[e.var] = x
-        is_agent = self.enc.is_agent
-        self.bound.append((x, is_agent(x)))
-        body = truth(self.expr(e.body, c))
+    def over_agent(self, var: str, body: ir.Expr, c: Any) -> tuple[Any, Any]:
+        """(x, the truth of ``body`` with ``var`` bound to x), x a fresh agent constant: the
+        body of a quantifier or a count over the agents."""
+        x = z3.FreshConst(NODE, var)
+        saved = self.locals.get(var)
+        self.locals[var] = x
+        self.bound.append((x, self.enc.is_agent(x)))
+        out = truth(self.expr(body, c))
         self.bound.pop()
         if saved is None:
-            self.locals.pop(e.var, None)
+            self.locals.pop(var, None)
         else:
-            self.locals[e.var] = saved
+            self.locals[var] = saved
+        return x, out
+
+    def node_quant(self, e: ir.Quant, c: Any) -> Any:
+        """A quantifier over the agents: over the ``Node`` sort, guarded by ``is_agent``."""
+        x, body = self.over_agent(e.var, e.body, c)
+        is_agent = self.enc.is_agent
         if e.kind == "forall":
             return b2i(z3.ForAll([x], z3.Implies(is_agent(x), body)))
         return b2i(z3.Exists([x], z3.And(is_agent(x), body)))
@@ -1180,16 +1170,16 @@ class Grounded:
     def __init__(self, q: Query) -> None:
         self.query = q
         self.pool = list(z3.Consts("ground_k1 ground_k2 ground_k3", NODE))
-        self.solver: Any = None
+        self.built = False  # the action's context, on the first ``proves``
 
     def proves(self, goal: Any) -> bool:
-        if self.solver is None:
+        if not self.built:
+            self.built = True
             q = self.query
             nodes = [x for x in q.pre.leaves() if x.sort() == NODE]
             consts = [c for c in q.consts if c.sort() == NODE]
             self.terms = [HOME, *consts, *nodes, *self.pool[:2]]
             self.main = self._context(self.terms)
-            self.solver = self.main[1] if self.main is not None else False
             self.wider: dict[tuple[int, ...], tuple[Any, Any, list[Any]] | None] = {}
         if self.main is not None and self._proves(*self.main, goal):
             return True

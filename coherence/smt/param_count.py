@@ -35,7 +35,7 @@ import z3
 
 from coherence import ir
 from coherence.errors import NO_SPAN, Span, SpecError
-from coherence.smt.nodes import NODE, is_agent
+from coherence.smt.nodes import HOME, NODE, UNDEF_N, is_agent
 from coherence.smt.state import UNDEF_BV, Unsupported
 
 INT = z3.IntSort()
@@ -266,7 +266,6 @@ def venn_axioms(terms: list[Any], pool: list[Any] | None) -> list[Any]:
 def _named_nodes(t: Any) -> set[int]:
     """The ids of the ``Node`` constants a card term's set mentions, but the home and
     "undefined" (every set of agents mentions them)."""
-    from coherence.smt.nodes import HOME, UNDEF_N
     skip = {HOME.get_id(), UNDEF_N.get_id()}
     out: set[int] = set()
     seen: set[int] = set()
