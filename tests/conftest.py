@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 
 import pytest
+
+from coherence.smt.z3_owner import owning_z3
 
 TOOL_SKIP = re.compile(r"\b(dot|graphviz|rumur|spin|cc|gcc|g\+\+|c\+\+? compiler|compiler)\b",
                        re.IGNORECASE)
@@ -23,6 +26,15 @@ _is_worker = False  # an xdist worker: its reports reach the controller, which j
 
 def _required() -> bool:
     return os.environ.get("COHERENCE_REQUIRE_TOOLS") == "1"
+
+
+@pytest.fixture(autouse=True)
+def _z3_owned() -> Iterator[None]:
+    """Tests make Z3 terms outside the back end's entry points too, and pytest-xdist's
+    receiver thread allocates: no collection may free a Z3 object from there mid-call
+    (coherence/smt/z3_owner.py)."""
+    with owning_z3():
+        yield
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -23,6 +23,7 @@ from coherence.results import Failure
 from coherence.smt.extract import replay_model
 from coherence.smt.state import ivar
 from coherence.smt.system import Encoder, Group, System
+from coherence.smt.z3_owner import owns_z3, safe_point
 
 
 @attrs.define
@@ -56,6 +57,7 @@ def group_key(g: Group) -> str:
     return f"{g[0]}:{g[1]}"
 
 
+@owns_z3
 def bmc(model: ir.Model, max_depth: int, *, deadlock: bool = True, all_failures: bool = False,
         timeout: float | None = None, rlimit: int | None = None,
         rlimit_total: int | None = None,
@@ -115,6 +117,7 @@ def bmc(model: ir.Model, max_depth: int, *, deadlock: bool = True, all_failures:
                     verdict, reason = "unknown", interrupted(sigint[0])
                     break
                 before = _resources(solver)
+                safe_point()
                 answer = solver.check(lit)
                 used += max(0, _resources(solver) - before)
                 if answer == z3.unknown:

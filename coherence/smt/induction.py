@@ -32,6 +32,7 @@ from coherence.smt.extract import (
 )
 from coherence.smt.state import ivar
 from coherence.smt.system import Encoder, System
+from coherence.smt.z3_owner import owns_z3, safe_point
 from coherence.trace import Step, TraceReplayError, describe
 
 
@@ -59,6 +60,7 @@ class InductionResult:
         return {"holds": 0, "fails": 1, "unknown": 3}[self.verdict]
 
 
+@owns_z3
 def induction(model: ir.Model, k: int, *, deadlock: bool = True,
               timeout: float | None = None, rlimit: int | None = None,
               progress: Callable[[int, int, str], None] | None = None) -> InductionResult:
@@ -103,6 +105,7 @@ def induction(model: ir.Model, k: int, *, deadlock: bool = True,
             solver.add(z3.Not(any_of([system.at(b, s) for b in bads.values()])))
     last = {g: system.at(b, states[k]) for g, b in bads.items()}
     solver.add(any_of(list(last.values())))
+    safe_point()
     answer = solver.check()
     seconds = time.perf_counter() - start
     if answer == z3.unsat:

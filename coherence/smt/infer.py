@@ -23,6 +23,7 @@ import attrs
 from coherence import ir
 from coherence.smt.param import ParamResult, _check_agents_free, prove_all
 from coherence.smt.state import Unsupported
+from coherence.smt.z3_owner import owns_z3
 
 if TYPE_CHECKING:
     from coherence.smt.infer_finite import FiniteResult
@@ -56,6 +57,7 @@ class InferResult:
 PREFIX = "inferred"
 
 
+@owns_z3
 def infer(model: ir.Model, options: InferOptions | None = None,
           progress: Callable[[str], None] | None = None,
           source: StateSource | None = None) -> InferResult:

@@ -37,6 +37,7 @@ from coherence.smt.infer_mine import Candidate, Templates
 from coherence.smt.param import ONE_PER_KIND
 from coherence.smt.state import Unsupported, num
 from coherence.smt.system import Encoder, System
+from coherence.smt.z3_owner import safe_point
 
 CHECK_RLIMIT = 2_000_000_000  # Z3 units per query (deterministic)
 ATOM = "houdini_atom_"
@@ -462,6 +463,7 @@ class _Lazy:
                 raise Unsupported(f"Houdini at {self.n} agents: --timeout reached after "
                                   f"{self.queries - 1} queries", NO_SPAN)
             self.solver.set("timeout", max(1, int(left * 1000)))
+        safe_point()
         answer = self.solver.check(act, *[self.ind[k] for k in sorted(chosen)],
                                    *[self.tind[t] for t in sorted(live_t)])
         if answer == z3.unknown:

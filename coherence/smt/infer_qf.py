@@ -47,6 +47,7 @@ from coherence.smt.param import (
     _step,
     is_agent,
 )
+from coherence.smt.z3_owner import safe_point
 
 PHASE = 1
 CHECK_RLIMIT = 20_000_000  # Z3 units per query (deterministic); unknown drops the candidates
@@ -214,6 +215,7 @@ def houdini_qf(model: ir.Model, cands: list[Candidate],
                 solver.add(z3.Implies(d, any_of(
                     [lits[k] for k in live] + [tlits.get(n, dup_lit) for n in tl])))
                 stats["queries"] += 1
+                safe_point()
                 r = solver.check(thyp, d, *(hyp[k] for k in live))
                 if r == z3.unsat:
                     break
@@ -273,6 +275,7 @@ def _support(solver: Any, steps: list[Any], post: PState, ground: Grounder, pool
                 solver.add(dup_lit == ground.goal(dup, pool))
                 goals.append(dup_lit)
             for g in goals:
+                safe_point()
                 if solver.check(thyp, g, *(hyp[k] for k in live)) != z3.unsat:
                     continue
                 for x in solver.unsat_core():

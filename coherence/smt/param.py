@@ -50,6 +50,7 @@ from coherence.smt.param_count import (
 )
 from coherence.smt.state import WIDTH, Unsupported, ivar, num
 from coherence.smt.tables import ModelTables
+from coherence.smt.z3_owner import owns_z3, safe_point
 
 BV = z3.BitVecSort(WIDTH)
 
@@ -908,6 +909,7 @@ def _properties(enc: ParamEncoder, s: PState) -> dict[str, Any]:
     return props
 
 
+@owns_z3
 def prove_all(model: ir.Model, timeout: float | None = None,
               refute_depth: int = 10, rlimit: int | None = None,
               progress: Callable[[int, int, str], None] | None = None,
@@ -973,6 +975,7 @@ class Query:
     counts: bool = False  # NOTE(param-count): the spec counts (its models may be spurious)
 
 
+@owns_z3
 def obligations(model: ir.Model, shape: Any = None) -> tuple[ParamEncoder, PState, list[Query]]:
     """Every query of the inductive check, small ones (Ivy-style): init ⇒ P for each property;
     Inv ∧ one action ⇒ P' for each (action, property). "No action errs" is one of the
@@ -1224,6 +1227,7 @@ class Grounded:
     def _decide(self, grounder: Any, solver: Any, counting: list[Any], goal: Any) -> bool:
         grounded = grounder.goal(goal, self.pool)
         if not self.query.counts:
+            safe_point()
             return bool(solver.check(grounded) == z3.unsat)
         # NOTE(param-count): the cardinality axioms of the card terms this goal brings
         from coherence.smt.param_count import ground_nodes, venn_axioms
@@ -1235,6 +1239,7 @@ class Grounded:
         solver.push()
         try:
             solver.add(grounded, *[grounder.ground(a, True) for a in axioms])
+            safe_point()
             return bool(solver.check() == z3.unsat)
         finally:
             solver.pop()
@@ -1319,6 +1324,7 @@ def _check(solver: Any, assumptions: list[Any] | None = None) -> tuple[Any, str]
     raised "Overflow encountered when expanding vector" on a counting spec's incremental
     solver, once in three runs): the next try decides, never a pass."""
     try:
+        safe_point()
         answer = solver.check(*(assumptions or []))
     except z3.Z3Exception as e:
         return z3.unknown, f"Z3 error: {e}"
