@@ -53,6 +53,7 @@ class Atom:
     read: Callable[..., bool]
     neg_text: str = ""
     parts: frozenset[str] = frozenset()  # groups of the atoms this one is the disjunction of
+    counted: bool = False  # NOTE(param-count): a count atom (only concludes a clause)
 
     def literal(self, positive: bool, x: str = "", m: str = "m") -> str:
         t = self.text if positive else (self.neg_text or f"!{_paren(self.text)}")
@@ -248,9 +249,28 @@ def vocabulary(model: ir.Model, undef: set[str]) -> Vocabulary:
                                s == a for n in ns for s, _d, _f in e.msgs[n]),
                            parts=frozenset(f"from.{n}" for n in names)))
 
+    counts = _counted_relations(model, src_agent, dst_agent)
+    int_vars = [(k, v) for k, v in enumerate(cache.vars if cache is not None else ())
+                if isinstance(v.type, ir.IntT)]
+    for ctext, cread, single in counts:
+        # NOTE(param-count): nobody owes {x} anything (per relation: that of a disjunction
+        # is their conjunction), and a counter of what is owed to it
+        if single:
+            ag.append(Atom(f"{ctext} == 0", f"count.{ctext}", False,
+                           lambda e, a, r=cread: r(e, a) == 0, counted=True))
+        for k, v in int_vars:
+            text = f"{cache.name}[{{x}}].{v.name}"  # type: ignore[union-attr]
+            guard = f"!isundefined({text}) && " if f"C.{v.name}" in undef else ""
+            ag.append(Atom(f"({guard}{text} == {ctext})" if guard else f"{text} == {ctext}",
+                           f"C.{v.name}=count.{ctext}", False,
+                           lambda e, a, k=k + 1, r=cread: e.caches[a][k] != UNDEF
+                           and e.caches[a][k] == r(e, a), counted=True))
+
     fields: dict[str, list[Atom]] = {}
     for msg in model.messages:
         fa: list[Atom] = []
+        if ir.MachineKind.CACHE in receivers[msg.name]:
+            fa += _sum_counts(msg, cache, int_vars, counts, undef, dst_agent[msg.name])
         for k, f in enumerate(msg.fields):
             text = f"{{m}}.{f.name}"
             key = f"msg.{msg.name}.{f.name}"
@@ -278,6 +298,91 @@ def vocabulary(model: ir.Model, undef: set[str]) -> Vocabulary:
                 fa.extend(_eq_atoms(text, f.type, read_f, key in undef, key))
         fields[msg.name] = fa
     return Vocabulary(gl, ag, fields, src_agent, dst_agent)
+
+
+def _sum_counts(msg: ir.Message, cache: ir.Machine | None, int_vars: list[tuple[int, ir.Var]],
+                counts: list[tuple[str, Callable[[Env, int], int], bool]], undef: set[str],
+                always_agent: bool) -> list[Atom]:
+    """NOTE(param-count): what a message brings to a counter of its receiver that counts the
+    agents owing it (``Cache[m.dst].acks + m.acks == count(...)``), for each integer field;
+    under ``forall z: agent :: m.dst == z ->`` when the home may receive it too."""
+    out: list[Atom] = []
+    if cache is None:
+        return out
+    for fk, f in enumerate(msg.fields):
+        if not isinstance(f.type, ir.IntT):
+            continue
+        for ctext, cread, _single in counts:
+            for k, v in int_vars:
+                at = "{m}.dst" if always_agent else "z"
+                text = f"{cache.name}[{at}].{v.name}"
+                body = f"{text} + {{m}}.{f.name} == {ctext.replace('{x}', at)}"
+                if f"C.{v.name}" in undef:
+                    body = f"!isundefined({text}) && {body}"
+                if not always_agent:
+                    body = f"forall z: agent :: {{m}}.dst == z -> ({body})"
+                out.append(Atom(f"({body})", f"C.{v.name}+{msg.name}.{f.name}=count.{ctext}",
+                                False,
+                                lambda e, mm, k=k + 1, fk=fk, r=cread:
+                                _sum_read(e, mm, k, fk, r), counted=True))
+    return out
+
+
+def _sum_read(e: Env, mm: tuple[int, int, tuple], k: int, fk: int,
+              count: Callable[[Env, int], int]) -> bool:
+    dst = mm[1]
+    if dst >= len(e.caches):
+        return True  # to the home: the guarded form says nothing of it
+    mine, brought = e.caches[dst][k], mm[2][fk]
+    return mine != UNDEF and brought != UNDEF and mine + brought == count(e, dst)
+
+
+def _owing_relations(model: ir.Model, src_agent: dict[str, bool], dst_agent: dict[str, bool]
+                     ) -> list[tuple[str, Callable[[Env, int, int], bool]]]:
+    """What agent ``{y}`` may owe agent ``{x}``, one relation per message type and agent
+    field: a message to ``{y}`` naming ``{x}`` (an Inv whose requestor is ``{x}``), one from
+    ``{y}`` naming ``{x}``, one from ``{y}`` to ``{x}`` (an InvAck). As (text, reader)."""
+    out: list[tuple[str, Callable[[Env, int, int], bool]]] = []
+    for msg in model.messages:
+        name = msg.name
+        for fk, f in enumerate(msg.fields):
+            if not isinstance(f.type, ir.AgentT):
+                continue
+            if dst_agent[name]:
+                out.append((f"(exists k: {name} :: k.dst == {{y}} && k.{f.name} == {{x}})",
+                            lambda e, y, x, n=name, fk=fk: any(
+                                d == y and fs[fk] == x for _s, d, fs in e.msgs[n])))
+            if src_agent[name]:
+                out.append((f"(exists k: {name} :: k.src == {{y}} && k.{f.name} == {{x}})",
+                            lambda e, y, x, n=name, fk=fk: any(
+                                s == y and fs[fk] == x for s, _d, fs in e.msgs[n])))
+        if src_agent[name] and dst_agent[name]:
+            out.append((f"(exists k: {name} :: k.src == {{y}} && k.dst == {{x}})",
+                        lambda e, y, x, n=name: any(s == y and d == x for s, d, _f in e.msgs[n])))
+    return out
+
+
+COUNTED_RELATIONS = 2  # a count is over the disjunction of at most this many relations
+
+
+def _counted_relations(model: ir.Model, src_agent: dict[str, bool],
+                       dst_agent: dict[str, bool]
+                       ) -> list[tuple[str, Callable[[Env, int], int], bool]]:
+    """``count(y: agent :: R1 || R2)`` over the owing relations, with ``{x}`` free, its
+    reader (env, x) -> the number of agents ``y``, and whether it counts one relation
+    (NOTE(param-count))."""
+    rels = _owing_relations(model, src_agent, dst_agent)
+    picks = [[r] for r in rels] + ([list(p) for p in _pairs(rels)]
+                                   if COUNTED_RELATIONS >= 2 else [])
+    out: list[tuple[str, Callable[[Env, int], int], bool]] = []
+    for rs in picks:
+        body = " || ".join(text.replace("{y}", "y") for text, _r in rs)
+        readers = tuple(r for _t, r in rs)
+        out.append((f"count(y: agent :: {body})",
+                    lambda e, x, rd=readers: sum(1 for y in range(len(e.caches))
+                                                 if any(r(e, y, x) for r in rd)),
+                    len(rs) == 1))
+    return out
 
 
 def _pairs(xs: list[Any]) -> list[tuple[Any, Any]]:

@@ -395,6 +395,8 @@ def _conflicts(table: Table, lits: list[tuple[int, bool]], chosen: tuple[int, ..
     b``, a disjunction and one of its parts): that they never hold together is no finding."""
     c, pos = lits[li]
     atom, where = table.slots[c]
+    if _count_misplaced(table, lits, (*chosen, li)):
+        return True
     for x in chosen:
         c2, pos2 = lits[x]
         if c2 == c:
@@ -405,6 +407,33 @@ def _conflicts(table: Table, lits: list[tuple[int, bool]], chosen: tuple[int, ..
         if atom.group in a2.parts or a2.group in atom.parts:
             return True  # a disjunction and one of its parts
         if pos and pos2 and atom.exclusive and a2.exclusive and a2.group == atom.group:
+            return True
+    return False
+
+
+COUNT_CONDITIONS = ("C.state", "to.")  # what a count's clause may test beside it
+
+
+def _count_misplaced(table: Table, lits: list[tuple[int, bool]], new: tuple[int, ...]) -> bool:
+    """NOTE(param-count): a count atom only concludes a clause (it is negated in the
+    conjunction), alone or under the control state of its agent and the messages to it
+    (``Cache[i].state == IM_A -> Cache[i].acks == count(...)``), or as a message's sum
+    (``Cache[m.dst].acks + m.acks == count(...)``); anywhere else it would multiply the
+    candidates by the number of counts, with facts that say nothing new."""
+    counted = [x for x in new if table.slots[lits[x][0]][0].counted]
+    if not counted:
+        return False
+    if len(counted) > 1 or lits[counted[0]][1]:
+        return True
+    where = table.slots[lits[counted[0]][0]][1]
+    if where in ("j", "src", "dst"):
+        return True  # the agent template says it of every agent (``i``)
+    agent_at = "dst" if where == "m" else where
+    for x in new:
+        if x == counted[0]:
+            continue
+        atom, w = table.slots[lits[x][0]]
+        if w != agent_at or not atom.group.startswith(COUNT_CONDITIONS):
             return True
     return False
 

@@ -1,0 +1,86 @@
+"""Counting candidates for ``--infer`` (NOTE(param-count) in coherence/smt/infer_atoms.py): the
+acks a requestor still expects equal the agents that owe it one (MSI's
+``Cache[i].acks == count(y: agent :: Inv to y for i || InvAck from y to i)``)."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import ROOT
+
+from coherence.engines import check
+from coherence.smt.infer import appended_text
+from coherence.smt.infer_atoms import vocabulary
+from coherence.smt.infer_mine import Candidate, mine
+from coherence.spec.load import extend, load_spec, rebind
+from coherence.spec.select import drop_properties
+
+MSI = ROOT / "specs" / "msi_directory.coh"
+OWED = ("count(y: agent :: (exists k: Inv :: k.dst == y && k.req == {x}) || "
+        "(exists k: InvAck :: k.src == y && k.dst == {x}))")
+CHECKED_AT_ONCE = 60
+LIMITS = {"global": 1, "agent": 2, "pair": 1, "msg": 2}
+
+
+@pytest.fixture(scope="module")
+def msi_counts() -> list[Candidate]:
+    model = drop_properties(load_spec(MSI), ["coherent"])
+    cands, stats, _tpl = mine(model, sizes=(2, 3), max_literals=LIMITS)
+    assert all(complete for _n, _s, complete, _sec in stats.sizes)
+    return [c for c in cands if "count(" in c.text]
+
+
+def test_the_vocabulary_counts_what_is_owed_to_an_agent() -> None:
+    voc = vocabulary(load_spec(MSI), set())
+    agent = {a.text for a in voc.agent if a.counted}
+    assert f"Cache[{{x}}].acks == {OWED}" in agent
+    assert "count(y: agent :: (exists k: Inv :: k.dst == y && k.req == {x})) == 0" in agent
+    # "nobody owes" of a disjunction is the conjunction of its parts': not an atom of its own
+    assert f"{OWED} == 0" not in agent
+    # Data goes to the home too: the sum is about a receiving agent only
+    data = {a.text for a in voc.fields["Data"] if a.counted}
+    assert ("(forall z: agent :: {m}.dst == z -> (Cache[z].acks + {m}.acks == "
+            + OWED.replace("{x}", "z") + "))") in data
+    assert not any(a.counted for a in voc.globals)
+
+
+def test_msi_ack_counting_is_mined(msi_counts: list[Candidate]) -> None:
+    texts = {c.text for c in msi_counts}
+    owed_i = OWED.replace("{x}", "i")
+    for state in ("IM_A", "SM_A"):  # waiting for acks only: the count is what is owed
+        assert f"forall i: agent :: ((Cache[i].state == {state}) -> (Cache[i].acks == " \
+               f"{owed_i}))" in texts
+    # with Data still in flight the count is split between the cache and the message, so
+    # this one is false in a reachable state and must not be mined
+    assert f"forall i: agent :: ((Cache[i].state == IM_AD) -> (Cache[i].acks == " \
+           f"{owed_i}))" not in texts
+    owed_z = OWED.replace("{x}", "z")
+    assert f"forall m: Data :: (forall z: agent :: m.dst == z -> (Cache[z].acks + m.acks == " \
+           f"{owed_z}))" in texts
+
+
+def test_a_count_only_concludes_a_clause_about_its_own_agent(
+        msi_counts: list[Candidate]) -> None:
+    assert msi_counts
+    for c in msi_counts:
+        counted = [(a, w, p) for a, w, p in c.lits if a.counted]
+        assert len(counted) == 1, c.text
+        atom, where, positive = counted[0]
+        assert not positive, c.text  # negated in the conjunction: the clause's conclusion
+        assert where in ("i", "m"), c.text  # an agent's, or a message's sum
+        at = "dst" if where == "m" else where
+        for a, w, _p in c.lits:
+            if a is not atom:
+                assert w == at and a.group.startswith(("C.state", "to.")), c.text
+
+
+def test_mined_counts_hold_in_the_checker_at_3_agents(msi_counts: list[Candidate]) -> None:
+    # the readers that mined them, against the spec's own semantics of their text (in groups:
+    # all at once is past the checker's bound on quantifier steps per state)
+    model = drop_properties(load_spec(MSI), ["coherent"])
+    lines = [f"invariant aux c{k}: {c.text};" for k, c in enumerate(msi_counts)]
+    for start in range(0, len(lines), CHECKED_AT_ONCE):
+        group = lines[start:start + CHECKED_AT_ONCE]
+        with_counts = extend(model, appended_text(group))
+        assert len(with_counts.invariants) == len(model.invariants) + len(group)
+        result = check(rebind(with_counts, {"agents": 3}), engine="auto")
+        assert result.verdict == "holds", result.failures[:1]
