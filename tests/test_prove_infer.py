@@ -290,6 +290,20 @@ def test_stats_have_the_counts_and_phases_the_bench_prints(
     assert sum(sec[p] for p in phases) <= sec["total"] + 0.01  # rounded to ms each
 
 
+# which protocols' Houdini drops candidates (so runs NOTE(houdini-forward)'s searches)
+DROPS = {"german": False, "broadcast_invalidate_acked": False, "sharer_counter": True}
+
+
+@ONE_RUN
+def test_houdini_searches_forward_where_it_drops_and_never_disagrees(
+        inferred: tuple[str, dict[str, Any]]) -> None:
+    name, out = inferred
+    h = out["stats"]["houdini"]
+    assert h["forward_disagreements"] == 0
+    assert (h["dropped"] > 0) == DROPS[name]
+    assert (h["forward_states"] > 0) == DROPS[name]
+
+
 # ---------------------------------------------------------------- the mutants
 
 MUTANTS = sorted([*(SPECS / "mutants").glob("german_*.coh"),

@@ -249,9 +249,11 @@ def vocabulary(model: ir.Model, undef: set[str]) -> Vocabulary:
                                s == a for n in ns for s, _d, _f in e.msgs[n]),
                            parts=frozenset(f"from.{n}" for n in names)))
 
-    counts = _counted_relations(model, src_agent, dst_agent)
     int_vars = [(k, v) for k, v in enumerate(cache.vars if cache is not None else ())
                 if isinstance(v.type, ir.IntT)]
+    # only where a cache has a counter: a count is costly to encode (an agent quantifier over
+    # a message quantifier) and, without one, says what membership atoms say
+    counts = _counted_relations(model, src_agent, dst_agent) if int_vars else []
     for ctext, cread, single in counts:
         # NOTE(param-count): nobody owes {x} anything (per relation: that of a disjunction
         # is their conjunction), and a counter of what is owed to it

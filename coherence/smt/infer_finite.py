@@ -32,7 +32,9 @@ import z3
 from coherence import ir
 from coherence.errors import NO_SPAN, SpecError
 from coherence.smt.execute import TRUE, Exec, any_of, conc, truth
+from coherence.smt.extract import state_of
 from coherence.smt.infer_atoms import receiver_kinds, sender_kinds
+from coherence.smt.infer_forward import Forward
 from coherence.smt.infer_mine import Candidate, Templates
 from coherence.smt.param import ONE_PER_KIND
 from coherence.smt.state import Unsupported, num
@@ -40,6 +42,7 @@ from coherence.smt.system import Encoder, System
 from coherence.smt.z3_owner import safe_point
 
 CHECK_RLIMIT = 2_000_000_000  # Z3 units per query (deterministic)
+FORWARD = True  # drop what a counterexample's pre-state reaches too (NOTE(houdini-forward))
 ATOM = "houdini_atom_"
 
 
@@ -399,6 +402,9 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
     say(f"Houdini at {n} agents: {len(cands)} candidates, atoms encoded ({t1 - t0:.1f} s)")
     run = _Lazy(solver, cands, tpl, at_cur, at_nxt, n, targets, tind)
     run.deadline = None if seconds is None else t0 + seconds
+    forward = Forward(inst, tpl, cands) if FORWARD else None
+    if forward is not None:
+        run.forward = lambda m, alive: forward.dropped(state_of(enc, m, cur), alive)
     chosen, alive, failed = run.solve(say)
     t2 = time.perf_counter()
     picked = len(chosen)
@@ -408,7 +414,11 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
     run.solver.add(*base, *[z3.Implies(run.ind[k], run.pre[k]) for k in chosen])
     chosen = run.minimize(chosen, set(targets) - set(failed))
     t3 = time.perf_counter()
+    if forward is not None:
+        forward_stats = {"forward_states": forward.explored,
+                         "forward_disagreements": forward.disagreements}
     stats = {"queries": run.queries, "selection_queries": run.picks, "unknown": 0,
+             **(forward_stats if forward is not None else {}),
              "dropped": len(cands) - len(alive), "agents": n, "picked": picked,
              "minimized": len(chosen),
              "seconds": {"encode": round(t1 - t0, 3), "fixpoint": round(t2 - t1, 3),
@@ -441,6 +451,8 @@ class _Lazy:
         self.post: dict[int, Any] = {}
         self.queries = self.picks = 0
         self.deadline: float | None = None  # time.perf_counter() past which no query runs
+        # (model, alive) -> more candidates to drop (NOTE(houdini-forward)), or None
+        self.forward: Callable[[Any, set[int]], set[int]] | None = None
 
     def _encode(self, k: int) -> None:
         if k not in self.ind:
@@ -503,6 +515,8 @@ class _Lazy:
                 self._encode(pick)
                 continue
             dropped = {k for k in alive if not holds(cands[k], tpl, self.at_nxt, n, value)}
+            if self.forward is not None:  # NOTE(houdini-forward)
+                dropped |= self.forward(self.solver.model(), alive)
             broke = [t for t in live_t if value(self.targets[t][1])]
             if not dropped and not broke:  # the composition and the formula disagree
                 dropped = {k for k in chosen if not value(self.post[k])}

@@ -1,0 +1,70 @@
+"""Houdini's forward drops (NOTE(houdini-forward) in coherence/smt/infer_forward.py): what a
+counterexample's pre-state reaches falsifies candidates in one round, judged by the mining
+templates' rows."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import ROOT
+
+from coherence.semantics import Semantics
+from coherence.smt.infer_forward import Forward, _falsified
+from coherence.smt.infer_mine import Candidate, Templates, explore, mine
+from coherence.spec.load import load_spec, rebind
+from coherence.spec.select import drop_properties
+
+ACKED = ROOT / "tests" / "specs" / "infer" / "broadcast_invalidate_acked.coh"
+LIMITS = {"global": 2, "agent": 2, "pair": 2, "msg": 2}
+
+
+@pytest.fixture(scope="module")
+def mined_at_2() -> tuple[list[Candidate], Templates]:
+    model = drop_properties(load_spec(ACKED), ["coherent"])
+    cands, stats, tpl = mine(model, sizes=(2,), max_literals=LIMITS)
+    assert stats.sizes[0][2] and cands
+    return cands, tpl
+
+
+def test_forward_from_the_initial_state_drops_what_the_reachable_states_falsify(
+        mined_at_2: tuple[list[Candidate], Templates]) -> None:
+    cands, tpl = mined_at_2
+    model = drop_properties(load_spec(ACKED), ["coherent"])
+    inst = rebind(model, {"agents": 3})
+    reachable = explore(model, 3, 100_000, float("inf"))
+    assert reachable.complete and reachable.broken is None
+    sem = Semantics(inst)
+    rows: dict[str, set[tuple[bool, ...]]] = {k: set() for k in tpl.slots}
+    for s in reachable.states:
+        for kind, rs in tpl.rows(sem, s).items():
+            rows[kind].update(rs)
+    expected = _falsified(cands, range(len(cands)), rows)
+    assert expected, "some clause mined at 2 agents must fail at 3 for this test to mean much"
+    assert len(expected) < len(cands)
+    forward = Forward(inst, tpl, cands, limit=10 * len(reachable.states) * 6)
+    [init] = sem.initial_states()
+    kept = [k for k in range(len(cands)) if k not in _falsified(
+        cands, range(len(cands)), {k: set(v) for k, v in tpl.rows(sem, init).items()})]
+    assert len(kept) == len(cands)  # every candidate holds initially
+    assert forward.dropped(init, range(len(cands))) == expected
+    assert forward.disagreements == 0
+    assert forward.explored > len(reachable.states)  # no symmetry reduction: more states
+
+
+def test_a_start_that_falsifies_an_alive_candidate_drops_nothing(
+        mined_at_2: tuple[list[Candidate], Templates]) -> None:
+    # the solver's pre-state satisfies every alive candidate; one that does not means the
+    # encoding and the semantics disagree, and nothing is concluded from it
+    cands, tpl = mined_at_2
+    model = drop_properties(load_spec(ACKED), ["coherent"])
+    inst = rebind(model, {"agents": 3})
+    sem = Semantics(inst)
+    reachable = explore(model, 3, 100_000, float("inf"))
+    forward = Forward(inst, tpl, cands)
+    for s in reachable.states:
+        bad = _falsified(cands, range(len(cands)),
+                         {k: set(v) for k, v in tpl.rows(sem, s).items()})
+        if bad:
+            assert forward.dropped(s, range(len(cands))) == set()
+            assert forward.disagreements == 1
+            return
+    pytest.fail("no reachable state at 3 agents falsifies a clause mined at 2")
