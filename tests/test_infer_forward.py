@@ -68,3 +68,29 @@ def test_a_start_that_falsifies_an_alive_candidate_drops_nothing(
             assert forward.disagreements == 1
             return
     pytest.fail("no reachable state at 3 agents falsifies a clause mined at 2")
+
+
+def test_rows_of_messages_the_templates_cannot_read_are_left_out(
+        mined_at_2: tuple[list[Candidate], Templates]) -> None:
+    # the solver's pre-state may hold a message to the home of a type only agents receive
+    from coherence.semantics import UNDEF
+    _cands, tpl = mined_at_2
+    model = drop_properties(load_spec(ACKED), ["coherent"])
+    inst = rebind(model, {"agents": 3})
+    sem = Semantics(inst)
+    [init] = sem.initial_states()
+    name = next(m.name for m in inst.messages if tpl.voc.dst_is_agent[m.name]
+                and inst.network(m.network).ordering.name == "UNORDERED")
+    t, net_i, _ordering = sem._msg_net[name]
+    fields = tuple(UNDEF for _f in inst.message(name).fields)
+    lines, nets, rest = init
+    nets = list(nets)
+    nets[net_i] = (*nets[net_i], (0, 0, inst.agents, t, fields))  # from agent 0 to the home
+    odd = (lines, tuple(nets), rest)
+    assert [src_dst for src_dst in sem.in_flight(odd[1], 0, name)] == [(0, inst.agents, fields)]
+    with pytest.raises(IndexError):
+        tpl.rows(sem, odd)
+    readable = tpl.rows(sem, odd, readable_only=True)
+    assert readable[f"msg {name}"] == []  # its row is left out ...
+    assert len(readable["agent"]) == inst.agents  # ... the rest is read (inflight() sees it)
+    assert readable["global"] != tpl.rows(sem, init)["global"]

@@ -177,8 +177,11 @@ class Templates:
             slots += [(a, "dst") for a, k in zip(voc.agent, self.dst_keep[n], strict=True) if k]
             self.slots[f"msg {n}"] = slots
 
-    def rows(self, sem: Semantics, state: State) -> dict[str, list[tuple[bool, ...]]]:
-        """The rows of one state, per template."""
+    def rows(self, sem: Semantics, state: State, readable_only: bool = False
+             ) -> dict[str, list[tuple[bool, ...]]]:
+        """The rows of one state, per template. ``readable_only``: without the rows of the
+        messages whose sender or receiver the templates take for an agent but is the home (a
+        state of the encoding that no search reaches, NOTE(houdini-forward))."""
         voc = self.voc
         e = Env.of(sem, state)
         gv = tuple(a.read(e) for a in voc.globals)
@@ -196,6 +199,8 @@ class Templates:
             sk, dk = self.src_keep[msg.name], self.dst_keep[msg.name]
             rows = out[f"msg {msg.name}"]
             for mm in e.msgs[msg.name]:
+                if readable_only and ((any(sk) and mm[0] >= n) or (any(dk) and mm[1] >= n)):
+                    continue
                 row = gv + tuple(a.read(e, mm) for a in voc.fields[msg.name])
                 if any(sk):
                     row += tuple(v for v, k in zip(av[mm[0]], sk, strict=True) if k)
