@@ -94,3 +94,33 @@ def test_rows_of_messages_the_templates_cannot_read_are_left_out(
     assert readable[f"msg {name}"] == []  # its row is left out ...
     assert len(readable["agent"]) == inst.agents  # ... the rest is read (inflight() sees it)
     assert readable["global"] != tpl.rows(sem, init)["global"]
+
+
+def test_fifo_queues_of_the_houdini_instance_hold_only_what_is_sent_there() -> None:
+    # NOTE(infer-fifo-keys): msi_home_acks forwards (FwdGetS, FwdGetM, Inv) from the home to
+    # the agents on its fifo network; nothing goes from the home to itself
+    import z3
+
+    from coherence.smt.infer_finite import fifo_keys_sent
+    from coherence.smt.system import Encoder, System
+    model = load_spec(ROOT / "tests" / "specs" / "infer" / "msi_home_acks.coh")
+    inst = rebind(drop_properties(model, ["coherent"]), {"agents": 2})
+    enc = Encoder(inst)
+    system = System(enc, deadlock=False)
+    net_i = next(i for i, n in enumerate(inst.networks) if n.name == "fwd")
+    queues = system.cur.nets[net_i]
+    home = inst.agents
+    sent = fifo_keys_sent(enc, system.cur)
+    assert sent
+
+    def possible(*facts: object) -> bool:
+        s = z3.Solver()
+        s.add(*sent, *facts)
+        return s.check() == z3.sat
+    to_home_self, to_agent = queues[(home, home, 0)], queues[(home, 0, 0)]
+    assert not possible(to_home_self.count >= 1)
+    assert possible(to_agent.count == 1, to_agent.types[0] == enc.msg_index["Inv"])
+    assert possible(to_agent.count == 1, to_agent.types[0] == enc.msg_index["FwdGetS"])
+    assert not possible(to_agent.count == 1, to_agent.types[0] == enc.msg_index["Data"])
+    # what is not in the queue is not constrained
+    assert possible(to_agent.count == 0, to_agent.types[0] == enc.msg_index["Data"])

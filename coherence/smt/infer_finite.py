@@ -306,6 +306,28 @@ def keyed_slots(enc: Encoder, state: Any, keys: dict[str, list[tuple[int, int, i
     return out
 
 
+def fifo_keys_sent(enc: Encoder, state: Any) -> list[Any]:
+    """NOTE(infer-fifo-keys): a FIFO queue (src, dst) of the pre-state holds only the types
+    some machine can send from ``src`` to ``dst`` (``_possible_keys``), as in every reachable
+    state; a queue no send can fill is empty. Without it, half of the counterexamples of
+    msi_home_acks were pre-states with a forward from the home to itself, which no candidate
+    can rule out (heuristic only: the final proof is from scratch)."""
+    possible = _possible_keys(enc.model)
+    out: list[Any] = []
+    for net_i, net in enumerate(enc.model.networks):
+        if net.ordering is not ir.Ordering.FIFO:
+            continue
+        names = [m.name for m in enc.model.messages if m.network == net.name]
+        for (src, dst, _line), q in state.nets[net_i].items():
+            allowed = [enc.msg_index[n] for n in names if (n, src, dst) in possible]
+            if not allowed:
+                out.append(q.count == 0)
+                continue
+            for k, ty in enumerate(q.types):
+                out.append(z3.Implies(q.count > k, any_of([ty == a for a in allowed])))
+    return out
+
+
 def _substituted(state: Any, fixed: list[tuple[Any, Any]]) -> Any:
     if not fixed:
         return state
@@ -394,6 +416,7 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
         targets[ONE_PER_KIND] = (z3.BoolVal(False), pre(twice))
     tind = {t: z3.Bool(f"target_{k}") for k, t in enumerate(targets)}
     base = [pre(system.domain), pre(system.assumed), pre(system.trans),
+            *fifo_keys_sent(enc, cur),
             *[z3.Implies(tind[t], z3.Not(bad)) for t, (bad, _b) in targets.items()]]
     solver = z3.SolverFor("QF_BV")
     solver.set("rlimit", rlimit)
