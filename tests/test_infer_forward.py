@@ -4,10 +4,12 @@ templates' rows."""
 
 from __future__ import annotations
 
+import attrs
 import pytest
 from helpers import ROOT
 
-from coherence.semantics import Semantics
+from coherence import ir
+from coherence.semantics import Semantics, State
 from coherence.smt.infer_forward import Forward, _falsified
 from coherence.smt.infer_mine import Candidate, Templates, explore, mine
 from coherence.spec.load import load_spec, rebind
@@ -19,65 +21,73 @@ LIMITS = {"global": 2, "agent": 2, "pair": 2, "msg": 2}
 
 @pytest.fixture(scope="module")
 def mined_at_2() -> tuple[list[Candidate], Templates]:
-    model = drop_properties(load_spec(ACKED), ["coherent"])
-    cands, stats, tpl = mine(model, sizes=(2,), max_literals=LIMITS)
+    cands, stats, tpl = mine(_acked(), sizes=(2,), max_literals=LIMITS)
     assert stats.sizes[0][2] and cands
     return cands, tpl
 
 
-def test_forward_from_the_initial_state_drops_what_the_reachable_states_falsify(
-        mined_at_2: tuple[list[Candidate], Templates]) -> None:
-    cands, tpl = mined_at_2
-    model = drop_properties(load_spec(ACKED), ["coherent"])
-    inst = rebind(model, {"agents": 3})
-    reachable = explore(model, 3, 100_000, float("inf"))
-    assert reachable.complete and reachable.broken is None
-    sem = Semantics(inst)
+@attrs.frozen
+class At3:
+    inst: ir.Model
+    sem: Semantics
+    reachable: list[State]  # every reachable state, one per symmetry class
+
+
+@pytest.fixture(scope="module")
+def at_3() -> At3:
+    inst = rebind(_acked(), {"agents": 3})
+    explored = explore(_acked(), 3, 100_000, float("inf"))
+    assert explored.complete and explored.broken is None
+    return At3(inst, Semantics(inst), explored.states)
+
+
+def _acked() -> ir.Model:
+    return drop_properties(load_spec(ACKED), ["coherent"])
+
+
+def _rows(tpl: Templates, sem: Semantics, states: list[State]) -> dict[str, set[tuple[bool, ...]]]:
     rows: dict[str, set[tuple[bool, ...]]] = {k: set() for k in tpl.slots}
-    for s in reachable.states:
+    for s in states:
         for kind, rs in tpl.rows(sem, s).items():
             rows[kind].update(rs)
-    expected = _falsified(cands, range(len(cands)), rows)
+    return rows
+
+
+def test_forward_from_the_initial_state_drops_what_the_reachable_states_falsify(
+        mined_at_2: tuple[list[Candidate], Templates], at_3: At3) -> None:
+    cands, tpl = mined_at_2
+    everyone = range(len(cands))
+    expected = _falsified(cands, everyone, _rows(tpl, at_3.sem, at_3.reachable))
     assert expected, "some clause mined at 2 agents must fail at 3 for this test to mean much"
     assert len(expected) < len(cands)
-    forward = Forward(inst, tpl, cands, limit=10 * len(reachable.states) * 6)
-    [init] = sem.initial_states()
-    kept = [k for k in range(len(cands)) if k not in _falsified(
-        cands, range(len(cands)), {k: set(v) for k, v in tpl.rows(sem, init).items()})]
-    assert len(kept) == len(cands)  # every candidate holds initially
-    assert forward.dropped(init, range(len(cands))) == expected
+    # without symmetry reduction: at most 3! states per class
+    forward = Forward(at_3.inst, tpl, cands, limit=6 * len(at_3.reachable))
+    [init] = at_3.sem.initial_states()
+    assert not _falsified(cands, everyone, _rows(tpl, at_3.sem, [init]))
+    assert forward.dropped(init, everyone) == expected
     assert forward.disagreements == 0
-    assert forward.explored > len(reachable.states)  # no symmetry reduction: more states
+    assert forward.explored > len(at_3.reachable)
 
 
 def test_a_start_that_falsifies_an_alive_candidate_drops_nothing(
-        mined_at_2: tuple[list[Candidate], Templates]) -> None:
+        mined_at_2: tuple[list[Candidate], Templates], at_3: At3) -> None:
     # the solver's pre-state satisfies every alive candidate; one that does not means the
     # encoding and the semantics disagree, and nothing is concluded from it
     cands, tpl = mined_at_2
-    model = drop_properties(load_spec(ACKED), ["coherent"])
-    inst = rebind(model, {"agents": 3})
-    sem = Semantics(inst)
-    reachable = explore(model, 3, 100_000, float("inf"))
-    forward = Forward(inst, tpl, cands)
-    for s in reachable.states:
-        bad = _falsified(cands, range(len(cands)),
-                         {k: set(v) for k, v in tpl.rows(sem, s).items()})
-        if bad:
-            assert forward.dropped(s, range(len(cands))) == set()
-            assert forward.disagreements == 1
-            return
-    pytest.fail("no reachable state at 3 agents falsifies a clause mined at 2")
+    forward = Forward(at_3.inst, tpl, cands)
+    odd = next((s for s in at_3.reachable
+                if _falsified(cands, range(len(cands)), _rows(tpl, at_3.sem, [s]))), None)
+    assert odd is not None, "no reachable state at 3 agents falsifies a clause mined at 2"
+    assert forward.dropped(odd, range(len(cands))) == set()
+    assert forward.disagreements == 1
 
 
 def test_rows_of_messages_the_templates_cannot_read_are_left_out(
-        mined_at_2: tuple[list[Candidate], Templates]) -> None:
+        mined_at_2: tuple[list[Candidate], Templates], at_3: At3) -> None:
     # the solver's pre-state may hold a message to the home of a type only agents receive
     from coherence.semantics import UNDEF
     _cands, tpl = mined_at_2
-    model = drop_properties(load_spec(ACKED), ["coherent"])
-    inst = rebind(model, {"agents": 3})
-    sem = Semantics(inst)
+    inst, sem = at_3.inst, at_3.sem
     [init] = sem.initial_states()
     name = next(m.name for m in inst.messages if tpl.voc.dst_is_agent[m.name]
                 and inst.network(m.network).ordering.name == "UNORDERED")

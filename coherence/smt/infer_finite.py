@@ -42,7 +42,6 @@ from coherence.smt.system import Encoder, System
 from coherence.smt.z3_owner import safe_point
 
 CHECK_RLIMIT = 2_000_000_000  # Z3 units per query (deterministic)
-FORWARD = True  # drop what a counterexample's pre-state reaches too (NOTE(houdini-forward))
 ATOM = "houdini_atom_"
 
 
@@ -425,9 +424,8 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
     say(f"Houdini at {n} agents: {len(cands)} candidates, atoms encoded ({t1 - t0:.1f} s)")
     run = _Lazy(solver, cands, tpl, at_cur, at_nxt, n, targets, tind)
     run.deadline = None if seconds is None else t0 + seconds
-    forward = Forward(inst, tpl, cands) if FORWARD else None
-    if forward is not None:
-        run.forward = lambda m, alive: forward.dropped(state_of(enc, m, cur), alive)
+    forward = Forward(inst, tpl, cands)  # NOTE(houdini-forward)
+    run.forward = lambda m, alive: forward.dropped(state_of(enc, m, cur), alive)
     chosen, alive, failed = run.solve(say)
     t2 = time.perf_counter()
     picked = len(chosen)
@@ -437,11 +435,8 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
     run.solver.add(*base, *[z3.Implies(run.ind[k], run.pre[k]) for k in chosen])
     chosen = run.minimize(chosen, set(targets) - set(failed))
     t3 = time.perf_counter()
-    if forward is not None:
-        forward_stats = {"forward_states": forward.explored,
-                         "forward_disagreements": forward.disagreements}
     stats = {"queries": run.queries, "selection_queries": run.picks, "unknown": 0,
-             **(forward_stats if forward is not None else {}),
+             "forward_states": forward.explored, "forward_disagreements": forward.disagreements,
              "dropped": len(cands) - len(alive), "agents": n, "picked": picked,
              "minimized": len(chosen),
              "seconds": {"encode": round(t1 - t0, 3), "fixpoint": round(t2 - t1, 3),
