@@ -10,9 +10,10 @@ from helpers import ROOT
 
 from coherence import ir
 from coherence.semantics import Semantics, State
+from coherence.smt.infer import appended_text
 from coherence.smt.infer_forward import Forward, _falsified
 from coherence.smt.infer_mine import Candidate, Templates, explore, mine
-from coherence.spec.load import load_spec, rebind
+from coherence.spec.load import extend, load_spec, rebind
 from coherence.spec.select import drop_properties
 
 ACKED = ROOT / "tests" / "specs" / "infer" / "broadcast_invalidate_acked.coh"
@@ -134,3 +135,34 @@ def test_fifo_queues_of_the_houdini_instance_hold_only_what_is_sent_there() -> N
     assert not possible(to_agent.count == 1, to_agent.types[0] == enc.msg_index["Data"])
     # what is not in the queue is not constrained
     assert possible(to_agent.count == 0, to_agent.types[0] == enc.msg_index["Data"])
+
+
+def test_a_count_built_once_per_binding_is_the_count_built_each_time() -> None:
+    # infer_finite._Exec keeps each count per binding of the variables around it; on MSI's
+    # counting atoms (at 2 agents) its terms and errors are equivalent to Exec's
+    import z3
+
+    from coherence.smt.execute import Exec, any_of, truth
+    from coherence.smt.infer_finite import _Exec
+    from coherence.smt.system import Encoder, System
+    model = drop_properties(load_spec(ROOT / "specs" / "msi_directory.coh"), ["coherent"])
+    inst = rebind(model, {"agents": 2})
+    owed = ("count(y: agent :: (exists k: Inv :: k.dst == y && k.req == {x}) || "
+            "(exists k: InvAck :: k.src == y && k.dst == {x}))")
+    texts = [f"forall m: Data :: forall z: agent :: m.dst == z -> "
+             f"(Cache[z].acks + m.acks == {owed.replace('{x}', 'z')})",
+             f"forall i: agent :: Cache[i].acks == {owed.replace('{x}', 'i')}",
+             f"forall i: agent :: {owed.replace('{x}', 'i')} == 0 || Cache[i].state == M"]
+    ext = extend(inst, appended_text([f"invariant aux c{k}: {t};" for k, t in
+                                       enumerate(texts)]))
+    enc = Encoder(ext)
+    state = System(enc, deadlock=False).cur
+    for inv in ext.invariants[-len(texts):]:
+        terms = []
+        for ex in (Exec(enc, state, 0), _Exec(enc, state, 0)):
+            ex.errs = []
+            terms.append((truth(ex.expr(inv.expr, z3.BoolVal(True))), any_of(ex.errs)))
+        (v1, e1), (v2, e2) = terms
+        s = z3.Solver()
+        s.add(z3.Or(v1 != v2, e1 != e2))
+        assert s.check() == z3.unsat, inv.name

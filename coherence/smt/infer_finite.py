@@ -86,16 +86,45 @@ class AtomTerms:
 
 
 class _Exec(Exec):
-    """``Exec`` with the message places of each type built once (atoms read them often)."""
+    """``Exec`` with the message places of each type built once (atoms read them often), and
+    each count built once per binding of the variables around it: an atom evaluates nothing
+    but expressions of one state, so a count's value and errors depend on that binding only
+    (MSI's ``Cache[z].acks + m.acks == count(...)`` counts the same agents for every message
+    slot ``m`` to ``z``: minutes without it)."""
 
     def __init__(self, enc: Encoder, state: Any, line: int) -> None:
         super().__init__(enc, state, line)
         self._places: dict[str, Any] = {}
+        self._counts: dict[Any, tuple[Any, list[Any]]] = {}
 
     def messages(self, message: str) -> Any:
         if message not in self._places:
             self._places[message] = super().messages(message)
         return self._places[message]
+
+    def count(self, e: ir.Count, c: Any) -> Any:
+        key = (id(e), _binding_key(self.locals))
+        if key not in self._counts:
+            # its errors under "true", each put under the caller's path condition below
+            start = len(self.errs)
+            value = super().count(e, TRUE)
+            self._counts[key] = (value, self.errs[start:])
+            del self.errs[start:]
+        value, errs = self._counts[key]
+        for bad in errs:
+            self.error(c, bad)
+        return value
+
+
+def _binding_key(x: Any) -> Any:
+    """A hashable image of the local variables' values (Z3 terms, message bindings)."""
+    if isinstance(x, dict):
+        return tuple(sorted((k, _binding_key(v)) for k, v in x.items()))
+    if isinstance(x, list | tuple):
+        return tuple(_binding_key(v) for v in x)
+    if isinstance(x, z3.AstRef):
+        return x.get_id()
+    return repr(x)
 
 
 def _possible(keys: set[tuple[str, int, int]], message: str, src: Any, dst: Any) -> bool:
