@@ -87,10 +87,11 @@ class AtomTerms:
 
 class _Exec(Exec):
     """``Exec`` with the message places of each type built once (atoms read them often), and
-    each count built once per binding of the variables around it: an atom evaluates nothing
-    but expressions of one state, so a count's value and errors depend on that binding only
-    (MSI's ``Cache[z].acks + m.acks == count(...)`` counts the same agents for every message
-    slot ``m`` to ``z``: minutes without it)."""
+    each count and message quantifier built once per binding of the variables around it: an
+    atom evaluates nothing but expressions of one state, so their value and errors depend on
+    that binding only (MSI's ``Cache[z].acks + m.acks == count(...)`` counts the same agents
+    for every message slot ``m`` to ``z``, and ten counts share four relations: minutes
+    without it)."""
 
     def __init__(self, enc: Encoder, state: Any, line: int) -> None:
         super().__init__(enc, state, line)
@@ -99,15 +100,24 @@ class _Exec(Exec):
 
     def messages(self, message: str) -> Any:
         if message not in self._places:
-            self._places[message] = super().messages(message)
+            # NOTE(infer-fifo-keys): a queue no send can fill is empty, here as in the solver
+            possible = _possible_keys(self.enc.model)
+            self._places[message] = [(present, b) for present, b in super().messages(message)
+                                     if _possible(possible, message, b[0], b[1])]
         return self._places[message]
 
     def count(self, e: ir.Count, c: Any) -> Any:
-        key = (id(e), _binding_key(self.locals))
+        return self._once(e, c, super().count)
+
+    def msg_quant(self, e: ir.MsgQuant, c: Any) -> Any:
+        return self._once(e, c, super().msg_quant)
+
+    def _once(self, e: Any, c: Any, build: Callable[[Any, Any], Any]) -> Any:
+        key = (e, _binding_key(self.locals))  # structural: the same count in two atoms
         if key not in self._counts:
             # its errors under "true", each put under the caller's path condition below
             start = len(self.errs)
-            value = super().count(e, TRUE)
+            value = build(e, TRUE)
             self._counts[key] = (value, self.errs[start:])
             del self.errs[start:]
         value, errs = self._counts[key]
