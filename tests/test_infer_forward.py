@@ -167,3 +167,17 @@ def test_a_count_built_once_per_binding_is_the_count_built_each_time() -> None:
         s = z3.Solver()  # in the states the finite Houdini considers (NOTE(infer-fifo-keys))
         s.add(*fifo_keys_sent(enc, state), z3.Or(v1 != v2, e1 != e2))
         assert s.check() == z3.unsat, inv.name
+
+
+def test_houdini_on_a_solver_rebuilt_every_query_finds_an_inductive_set(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # NOTE(houdini-rebuild): a fresh solver loses learnt clauses and old rounds, never the
+    # base or a chosen candidate: the set found is still proved from scratch
+    from coherence.smt import infer_finite
+    from coherence.smt.infer import InferOptions, infer
+    monkeypatch.setattr(infer_finite, "REBUILD_EVERY", 1)
+    model = load_spec(ROOT / "tests" / "specs" / "infer" / "sharer_counter.coh")
+    result = infer(model, InferOptions(rlimit=20_000_000, final_rlimit=150_000_000,
+                                       explore_seconds=float("inf")))
+    assert result.proof.verdict == "holds", (result.missing, result.proof.reason)
+    assert result.stats["houdini"]["queries"] > 2 and result.lines
