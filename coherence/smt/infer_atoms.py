@@ -15,6 +15,7 @@ comparison of x without a guard is false, as a model error, where x is undefined
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import combinations
 from typing import Any
 
 import attrs
@@ -374,8 +375,7 @@ def _counted_relations(model: ir.Model, src_agent: dict[str, bool],
     reader (env, x) -> the number of agents ``y``, and whether it counts one relation
     (NOTE(param-count))."""
     rels = _owing_relations(model, src_agent, dst_agent)
-    picks = [[r] for r in rels] + ([list(p) for p in _pairs(rels)]
-                                   if COUNTED_RELATIONS >= 2 else [])
+    picks = [rs for size in range(1, COUNTED_RELATIONS + 1) for rs in combinations(rels, size)]
     out: list[tuple[str, Callable[[Env, int], int], bool]] = []
     for rs in picks:
         body = " || ".join(text.replace("{y}", "y") for text, _r in rs)

@@ -1,6 +1,8 @@
-"""Houdini's forward drops (NOTE(houdini-forward) in coherence/smt/infer_forward.py): what a
-counterexample's pre-state reaches falsifies candidates in one round, judged by the mining
-templates' rows."""
+"""The finite Houdini's mechanisms (coherence/smt/infer_finite.py): forward drops
+(NOTE(houdini-forward), infer_forward.py: what a counterexample's pre-state reaches falsifies
+candidates in one round, judged by the mining templates' rows), fifo queues holding only what
+is sent there (NOTE(infer-fifo-keys)), counts built once per binding, and the solver rebuilt
+(NOTE(houdini-rebuild))."""
 
 from __future__ import annotations
 
