@@ -91,7 +91,11 @@ def infer(model: ir.Model, options: InferOptions | None = None,
     say(f"{len(cands)} candidates hold in every explored state; Houdini")
     h: QFResult | FiniteResult
     if opts.houdini == "qf":
-        h = houdini_qf(model, cands, progress=say, rlimit=opts.rlimit)
+        # its grounding binds at most two agents: three-agent candidates are not offered
+        offered = [k for k, c in enumerate(cands) if c.kind != "triple"]
+        h = houdini_qf(model, [cands[k] for k in offered], progress=say, rlimit=opts.rlimit)
+        h.alive = [offered[k] for k in h.alive]
+        h.support = [offered[k] for k in h.support]
     else:
         try:
             h = houdini_finite(model, cands, templates, opts.cutoff, progress=say,
@@ -182,5 +186,6 @@ def _missing(failed: list[str], opts: InferOptions) -> str:
     return (f"{failed[0]}, and no candidate rules out the counterexample to induction: the "
             f"invariant it needs is outside the templates (clauses of at most {lits} literals "
             "over control states, variables, set membership, the home's variables and the "
-            "messages in flight, about at most two agents or one message), or the property "
+            "messages in flight and the relations between agents through them, about at most two "
+            "agents, three related ones, or one message), or the property "
             "does not hold (see the proof below)")

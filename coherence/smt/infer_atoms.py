@@ -5,8 +5,10 @@ candidate it ends up in is plain spec text, checked by the prover like a hand-wr
 Three scopes: *global* atoms read the home node and the globals (``Home.CurCmd == Empty``,
 ``inflight(Inv)``); *agent* atoms read one agent ``{x}`` and its relations to the rest
 (``Cache[{x}].state == E``, ``{x} in Home.ShrSet``, ``inflight(GntS, {x})``); *field* atoms
-read a message ``m`` in flight (``m.data == AuxData``). ``{x}`` is replaced by ``i``, ``j``,
-``m.src`` or ``m.dst`` when a clause is printed. A variable seen undefined in an explored state
+read a message ``m`` in flight (``m.data == AuxData``); *relations* read two agents ``{x}``
+and ``{y}`` (``exists k: Inv :: k.dst == {y} && k.req == {x}``, NOTE(infer-relations)).
+``{x}`` is replaced by ``i``, ``j``, ``m.src``, ``m.dst`` or the agent a field names
+(``m.req``) when a clause is printed. A variable seen undefined in an explored state
 is compared under ``!isundefined(...)``, since comparing "undefined" is a model error; every
 scalar also has its ``isundefined`` atom, so that "x is always defined" is a candidate (a
 comparison of x without a guard is false, as a model error, where x is undefined).
@@ -56,9 +58,9 @@ class Atom:
     parts: frozenset[str] = frozenset()  # groups of the atoms this one is the disjunction of
     counted: bool = False  # NOTE(param-count): a count atom (only concludes a clause)
 
-    def literal(self, positive: bool, x: str = "", m: str = "m") -> str:
+    def literal(self, positive: bool, x: str = "", m: str = "m", y: str = "") -> str:
         t = self.text if positive else (self.neg_text or f"!{_paren(self.text)}")
-        return t.replace("{x}", x).replace("{m}", m)
+        return t.replace("{x}", x).replace("{y}", y).replace("{m}", m)
 
 
 def _paren(t: str) -> str:
@@ -122,6 +124,10 @@ class Vocabulary:
     fields: dict[str, list[Atom]]  # per message type
     src_is_agent: dict[str, bool]
     dst_is_agent: dict[str, bool]
+    # NOTE(infer-relations): atoms relating two agents ``{x}`` and ``{y}`` (read(e, x, y)),
+    # and per message type its agent-valued fields never seen undefined (field index, name)
+    relations: list[Atom] = attrs.Factory(list)
+    agent_fields: dict[str, list[tuple[int, str]]] = attrs.Factory(dict)
 
 
 def _machine_vars(model: ir.Model) -> tuple[ir.Machine | None, ir.Machine | None]:
@@ -221,11 +227,31 @@ def vocabulary(model: ir.Model, undef: set[str]) -> Vocabulary:
     src_agent = {m.name: tables_senders[m.name] == {ir.MachineKind.CACHE}
                  for m in model.messages}
     dst_agent = {m.name: receivers[m.name] == {ir.MachineKind.CACHE} for m in model.messages}
+    # NOTE(infer-relations): a type both the home and the caches receive (MSI's Data) is
+    # told apart by where it goes: to the home, or (``to.T`` below) to an agent
+    both = {ir.MachineKind.CACHE, ir.MachineKind.HOME}
+    for msg in model.messages:
+        if tables_senders[msg.name] == both and ir.MachineKind.CACHE in receivers[msg.name]:
+            ag.append(Atom(f"(exists k: {msg.name} :: k.src == home && k.dst == {{x}})",
+                           f"home.{msg.name}", False,
+                           lambda e, a, n=msg.name: any(s >= len(e.caches) and d == a
+                                                        for s, d, _f in e.msgs[n])))
+        if receivers[msg.name] == both and ir.MachineKind.CACHE in tables_senders[msg.name]:
+            ag.append(Atom(f"(exists k: {msg.name} :: k.src == {{x}} && k.dst == home)",
+                           f"tohome.{msg.name}", False,
+                           lambda e, a, n=msg.name: any(s == a and d >= len(e.caches)
+                                                        for s, d, _f in e.msgs[n])))
+        if receivers[msg.name] == both:
+            gl.append(Atom(f"inflight({msg.name}, home)", f"in.{msg.name}.home", False,
+                           lambda e, n=msg.name: any(d >= len(e.caches)
+                                                     for _s, d, _f in e.msgs[n])))
     # messages to and from {x}, one atom per type and one per network and direction
     by_net_to: dict[str, list[str]] = {}
     by_net_from: dict[str, list[str]] = {}
     for msg in model.messages:
-        if dst_agent[msg.name]:
+        # NOTE(infer-relations): a message caches receive, the home too (MSI's Data), is
+        # still one "to {x}" atom: {x} is an agent whatever else the type reaches
+        if ir.MachineKind.CACHE in receivers[msg.name]:
             ag.append(Atom(f"inflight({msg.name}, {{x}})", f"to.{msg.name}", False,
                            lambda e, a, n=msg.name: any(d == a for _s, d, _f in e.msgs[n])))
             by_net_to.setdefault(msg.network, []).append(msg.name)
@@ -274,6 +300,12 @@ def vocabulary(model: ir.Model, undef: set[str]) -> Vocabulary:
         fa: list[Atom] = []
         if ir.MachineKind.CACHE in receivers[msg.name]:
             fa += _sum_counts(msg, cache, int_vars, counts, undef, dst_agent[msg.name])
+        # NOTE(infer-relations): which end of a type both kinds send (receive) is the home
+        for end, kinds, at in (("src", tables_senders, 0), ("dst", receivers, 1)):
+            if kinds[msg.name] == both:
+                fa.append(Atom(f"{{m}}.{end} == home", f"msg.{msg.name}.{end}.home", False,
+                               lambda e, mm, at=at: mm[at] >= len(e.caches),
+                               f"{{m}}.{end} != home"))
         for k, f in enumerate(msg.fields):
             text = f"{{m}}.{f.name}"
             key = f"msg.{msg.name}.{f.name}"
@@ -295,12 +327,27 @@ def vocabulary(model: ir.Model, undef: set[str]) -> Vocabulary:
                                 lambda e, mm, c=cv_k + 1, i=(0 if end == "src" else 1):
                                 e.caches[mm[i]][c], f"C.{cv.name}" in undef,
                                 f"{key}=C.{cv.name}", 2))
+            elif isinstance(f.type, ir.AgentT) and key not in undef:
+                # NOTE(infer-relations): the agent a message names is its own end (a forward
+                # to the requestor itself)
+                for end, kinds, at in (("src", tables_senders, 0), ("dst", receivers, 1)):
+                    if ir.MachineKind.CACHE in kinds[msg.name]:
+                        fa.append(Atom(f"{text} == {{m}}.{end}", f"{key}={end}", False,
+                                       lambda e, mm, k=k, at=at: mm[2][k] == mm[at],
+                                       f"{text} != {{m}}.{end}"))
             elif isinstance(f.type, ir.AgentT | ir.NodeT | ir.SetT | ir.ArrayT):
                 continue
             else:
                 fa.extend(_eq_atoms(text, f.type, read_f, key in undef, key))
         fields[msg.name] = fa
-    return Vocabulary(gl, ag, fields, src_agent, dst_agent)
+    relations = [Atom(text, f"rel.{text}", False, lambda e, x, y, r=read: r(e, y, x))
+                 for text, read in _owing_relations(model, src_agent, dst_agent,
+                                                    tables_senders, receivers, undef)]
+    agent_fields = {msg.name: [(k, f.name) for k, f in enumerate(msg.fields)
+                               if isinstance(f.type, ir.AgentT)
+                               and f"msg.{msg.name}.{f.name}" not in undef]
+                    for msg in model.messages}
+    return Vocabulary(gl, ag, fields, src_agent, dst_agent, relations, agent_fields)
 
 
 def _sum_counts(msg: ir.Message, cache: ir.Machine | None, int_vars: list[tuple[int, ir.Var]],
@@ -340,26 +387,38 @@ def _sum_read(e: Env, mm: tuple[int, int, tuple], k: int, fk: int,
     return mine != UNDEF and brought != UNDEF and mine + brought == count(e, dst)
 
 
-def _owing_relations(model: ir.Model, src_agent: dict[str, bool], dst_agent: dict[str, bool]
+def _owing_relations(model: ir.Model, src_agent: dict[str, bool], dst_agent: dict[str, bool],
+                     senders: dict[str, set[ir.MachineKind]] | None = None,
+                     receivers: dict[str, set[ir.MachineKind]] | None = None,
+                     undef: set[str] | None = None,
                      ) -> list[tuple[str, Callable[[Env, int, int], bool]]]:
     """What agent ``{y}`` may owe agent ``{x}``, one relation per message type and agent
     field: a message to ``{y}`` naming ``{x}`` (an Inv whose requestor is ``{x}``), one from
-    ``{y}`` naming ``{x}``, one from ``{y}`` to ``{x}`` (an InvAck). As (text, reader)."""
+    ``{y}`` naming ``{x}``, one from ``{y}`` to ``{x}`` (an InvAck). As (text, reader).
+
+    With ``senders`` and ``receivers`` (NOTE(infer-relations)), a type that only some of its
+    messages carry between agents counts too (MSI's Data, sent by the home and by the owner,
+    received by both): the text names two agents, so it reads those messages only. With
+    ``undef``, a field seen undefined is left out (comparing it would be a model error)."""
     out: list[tuple[str, Callable[[Env, int, int], bool]]] = []
+    to_agent, from_agent = dict(dst_agent), dict(src_agent)
+    if receivers is not None and senders is not None:
+        to_agent = {n: ir.MachineKind.CACHE in k for n, k in receivers.items()}
+        from_agent = {n: ir.MachineKind.CACHE in k for n, k in senders.items()}
     for msg in model.messages:
         name = msg.name
         for fk, f in enumerate(msg.fields):
-            if not isinstance(f.type, ir.AgentT):
+            if not isinstance(f.type, ir.AgentT) or f"msg.{name}.{f.name}" in (undef or ()):
                 continue
-            if dst_agent[name]:
+            if to_agent[name]:
                 out.append((f"(exists k: {name} :: k.dst == {{y}} && k.{f.name} == {{x}})",
                             lambda e, y, x, n=name, fk=fk: any(
                                 d == y and fs[fk] == x for _s, d, fs in e.msgs[n])))
-            if src_agent[name]:
+            if from_agent[name]:
                 out.append((f"(exists k: {name} :: k.src == {{y}} && k.{f.name} == {{x}})",
                             lambda e, y, x, n=name, fk=fk: any(
                                 s == y and fs[fk] == x for s, _d, fs in e.msgs[n])))
-        if src_agent[name] and dst_agent[name]:
+        if from_agent[name] and to_agent[name]:
             out.append((f"(exists k: {name} :: k.src == {{y}} && k.dst == {{x}})",
                         lambda e, y, x, n=name: any(s == y and d == x for s, d, _f in e.msgs[n])))
     return out

@@ -2,7 +2,8 @@
 with the spec's own invariants, is inductive at a cutoff instance, found with one incremental
 quantifier-free solver.
 
-The candidates are universally quantified over at most two agents (or one message). At the
+The candidates are universally quantified over at most two agents, three related ones, or
+one message. At the
 instance of ``agents`` agents (4 by default: the two agents a candidate names, the acting
 agent and one agent the home points at) every candidate is the conjunction of its instances.
 The search is counterexample-driven and target first (``_Lazy``): each query asks for a step
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
+from itertools import permutations
 from typing import Any
 
 import attrs
@@ -35,7 +37,7 @@ from coherence.smt.execute import TRUE, Exec, any_of, conc, truth
 from coherence.smt.extract import state_of
 from coherence.smt.infer_atoms import receiver_kinds, sender_kinds
 from coherence.smt.infer_forward import Forward
-from coherence.smt.infer_mine import Candidate, Templates
+from coherence.smt.infer_mine import Candidate, Templates, binding, is_relation
 from coherence.smt.param import ONE_PER_KIND
 from coherence.smt.state import Unsupported, num
 from coherence.smt.system import Encoder, System
@@ -65,6 +67,7 @@ class AtomTerms:
     def __init__(self, enc: Encoder, exprs: dict[tuple[str, int], ir.Expr], state: Any) -> None:
         self.glob: dict[int, tuple[Any, Any]] = {}
         self.agent: dict[int, list[tuple[Any, Any]]] = {}
+        self.rel: dict[int, dict[tuple[int, int], tuple[Any, Any]]] = {}  # relation, (x, y)
         self.msg: dict[str, list[dict[int, tuple[Any, Any]]]] = {}
         self.places: dict[str, list[Any]] = {}
         ex = _Exec(enc, state, 0)
@@ -74,6 +77,9 @@ class AtomTerms:
                 self.glob[c] = _eval(ex, e, {})
             elif kind == "i":
                 self.agent[c] = [_eval(ex, e, {"i": num(k)}) for k in range(enc.n)]
+            elif kind == "r":
+                self.rel[c] = {(x, y): _eval(ex, e, {"i": num(x), "j": num(y)})
+                               for x in range(enc.n) for y in range(enc.n) if x != y}
         for msg in enc.model.messages:
             name = msg.name
             places = [(present, b) for present, b in
@@ -192,13 +198,18 @@ def atom_exprs(model: ir.Model, tpl: Templates) -> dict[tuple[str, int], ir.Expr
         if w == "i":
             keys.append(("i", c - ng))
             lines.append(f"forall i: agent :: ({atom.literal(True, 'i')})")
+    # NOTE(infer-relations): a relation's column, with ``i`` and ``j`` free
+    for r, atom in enumerate(tpl.voc.relations if tpl.pairs else []):
+        keys.append(("r", r))
+        lines.append("forall i: agent :: forall j: agent :: "
+                     f"({atom.literal(True, 'i', 'm', 'j')})")
     for kind, slots in tpl.slots.items():
         if not kind.startswith("msg "):
             continue
         for c, (atom, w) in enumerate(slots):
             if w == "g":
                 continue
-            x = {"m": "", "src": "m.src", "dst": "m.dst"}[w]
+            x, _y = binding(w)
             keys.append((kind, c))
             lines.append(f"forall m: {kind[4:]} :: ({atom.literal(True, x, 'm')})")
     text = "\n".join(f"invariant {ATOM}{k}: {t};" for k, t in enumerate(lines))
@@ -207,10 +218,14 @@ def atom_exprs(model: ir.Model, tpl: Templates) -> dict[tuple[str, int], ir.Expr
     out: dict[tuple[str, int], ir.Expr] = {}
     for k, key in enumerate(keys):
         e = by_name[f"{ATOM}{k}"]
-        if key[0] != "g":
+        for _ in range({"g": 0, "r": 2}.get(key[0], 1)):
             e = e.body  # type: ignore[attr-defined]
         out[key] = e
     return out
+
+
+def _first(slots: list[tuple[Any, str]], where: str) -> int:
+    return next(c for c, (_a, w) in enumerate(slots) if w == where)
 
 
 # ---------------------------------------------------------------- candidates from atoms
@@ -275,6 +290,8 @@ def _columns(cand: Candidate, tpl: Templates) -> list[tuple[str, int, bool]]:
         _atom, w = slots[c]
         if w == "g":
             out.append(("g", c, p))
+        elif is_relation(w):
+            out.append((w, c - _first(slots, w), p))
         elif cand.kind in ("agent", "pair"):
             na = len(tpl.slots["agent"]) - ng
             k = c - ng
@@ -291,15 +308,21 @@ def instances(cand: Candidate, tpl: Templates, at: AtomTerms, n: int,
     cols = _columns(cand, tpl)
     if cand.kind == "global":
         return [(True, [(pick(at.glob[c]), p) for _w, c, p in cols])]
-    if cand.kind in ("agent", "pair"):
-        binds: Iterable[tuple[int, int]] = (
-            ((x, x) for x in range(n)) if cand.kind == "agent" else
-            ((x, y) for x in range(n) for y in range(n) if x != y))
+    if cand.kind in ("agent", "pair", "triple"):
+        binds: Iterable[tuple[int, ...]] = (
+            ((x,) for x in range(n)) if cand.kind == "agent" else
+            permutations(range(n), 2 if cand.kind == "pair" else 3))
         out = []
-        for x, y in binds:
-            out.append((True, [(pick(at.glob[c]) if w == "g" else
-                                pick(at.agent[c][x if w == "i" else y]), p)
-                               for w, c, p in cols]))
+
+        def term(w: str, c: int, b: dict[str, int]) -> Any:
+            if w == "g":
+                return at.glob[c]
+            if is_relation(w):
+                return at.rel[c][(b[w[0]], b[w[1]])]
+            return at.agent[c][b[w]]
+        for xs in binds:
+            b = dict(zip("ijl", xs, strict=False))
+            out.append((True, [(pick(term(w, c, b)), p) for w, c, p in cols]))
         return out
     name = cand.kind[4:]
     return [(pick(present), [(pick(at.glob[c]) if w == "g" else pick(terms[c]), p)
@@ -613,7 +636,7 @@ class _Lazy:
                     f"{self.queries} queries")
 
 
-_KIND_RANK = {"global": 0, "agent": 1, "pair": 2}
+_KIND_RANK = {"global": 0, "agent": 1, "pair": 2, "triple": 3}
 
 
 def _valuer(m: z3.ModelRef) -> Callable[[Any], bool]:

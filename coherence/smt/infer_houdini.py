@@ -14,7 +14,7 @@ import z3
 
 from coherence import ir
 from coherence.smt.execute import TRUE, all_of, any_of, truth
-from coherence.smt.infer_mine import Candidate
+from coherence.smt.infer_mine import Candidate, binding
 from coherence.smt.param import (
     NODE,
     ParamEncoder,
@@ -39,20 +39,26 @@ def lower_atoms(model: ir.Model, cands: list[Candidate]) -> dict[tuple[str, str,
         keys[(text, where, msg)] = name
         if where == "g" and not msg:
             lines.append(f"invariant aux {name}: {text};")
-        elif where in ("i", "j"):
-            lines.append(f"invariant aux {name}: forall {where}: agent :: "
-                         f"{text.replace('{x}', where)};")
+        elif where in ("i", "j", "ij", "ji"):  # NOTE(infer-relations): i and j free
+            x, y = binding(where)
+            lines.append(f"invariant aux {name}: forall i: agent :: forall j: agent :: "
+                         f"{text.replace('{x}', x).replace('{y}', y)};")
         else:
-            x = {"src": "m.src", "dst": "m.dst"}.get(where, "")
+            x, _y = binding(where)
             lines.append(f"invariant aux {name}: forall m: {msg} :: "
                          f"{text.replace('{x}', x).replace('{m}', 'm')};")
     lowered = extend(model, "\n".join(lines) + "\n")
     by_name = {i.name: i.expr for i in lowered.invariants}
     out = {}
-    for key, name in keys.items():
+    for (text, where, msg), name in keys.items():
         e = by_name[name]
-        out[key] = e.body if isinstance(e, ir.Quant | ir.MsgQuant) else e
+        for _ in range(0 if where == "g" and not msg else 2 if where in BOTH else 1):
+            e = e.body  # type: ignore[attr-defined]
+        out[(text, where, msg)] = e
     return out
+
+
+BOTH = ("i", "j", "ij", "ji")
 
 
 class Composer:

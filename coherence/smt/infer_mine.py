@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from itertools import combinations
+from itertools import combinations, permutations
 from typing import Any
 
 import attrs
@@ -132,7 +132,8 @@ def undefined_vars(model: ir.Model, states: Iterable[State]) -> set[str]:
 @attrs.frozen
 class Candidate:
     """One mined clause as spec text; ``kind`` says which template it came from: "global",
-    "agent" (one agent), "pair" (two distinct agents) or "msg T" (messages of type T)."""
+    "agent" (one agent), "pair" (two distinct agents), "triple" (three, related) or "msg T"
+    (messages of type T)."""
 
     kind: str
     text: str
@@ -161,8 +162,16 @@ class Templates:
         ai = [(a, "i") for a in voc.agent]
         aj = [(a, "j") for a in voc.agent]
         self.slots: dict[str, list[tuple[Atom, str]]] = {"global": g, "agent": g + ai}
-        if pairs:
-            self.slots["pair"] = g + ai + aj
+        if pairs:  # NOTE(infer-relations): then each relation both ways
+            self.slots["pair"] = (g + ai + aj + [(a, "ij") for a in voc.relations]
+                                  + [(a, "ji") for a in voc.relations])
+        # three distinct agents i, j, l, related only (two Data to one requestor from two
+        # others): each relation between each ordered two of them
+        self.triples = pairs and bool(voc.relations)
+        if self.triples:
+            self.slots["triple"] = [(a, w) for w in TRIPLE_PLACES for a in voc.relations]
+        # the agents a message names: every agent atom but counts (they are at ``i`` only)
+        self.named = [a for a in voc.agent if not a.counted]
         # an atom that m itself makes true ("a T from m.src") is not a finding
         self.src_keep: dict[str, list[bool]] = {}
         self.dst_keep: dict[str, list[bool]] = {}
@@ -175,13 +184,16 @@ class Templates:
             slots = g + [(a, "m") for a in voc.fields[n]]
             slots += [(a, "src") for a, k in zip(voc.agent, self.src_keep[n], strict=True) if k]
             slots += [(a, "dst") for a, k in zip(voc.agent, self.dst_keep[n], strict=True) if k]
+            for _fk, f in voc.agent_fields.get(n, []):
+                slots += [(a, f"f:{f}") for a in self.named]
             self.slots[f"msg {n}"] = slots
 
     def rows(self, sem: Semantics, state: State, readable_only: bool = False
              ) -> dict[str, list[tuple[bool, ...]]]:
         """The rows of one state, per template. ``readable_only``: without the rows of the
         messages whose sender or receiver the templates take for an agent but is the home (a
-        state of the encoding that no search reaches, NOTE(houdini-forward))."""
+        state of the encoding that no search reaches, NOTE(houdini-forward)), and always
+        without those of messages whose agent field names no agent."""
         voc = self.voc
         e = Env.of(sem, state)
         gv = tuple(a.read(e) for a in voc.globals)
@@ -189,23 +201,38 @@ class Templates:
         out["global"].append(gv)
         n = len(e.caches)
         av = [tuple(a.read(e, x) for a in voc.agent) for x in range(n)]
+        nv = ([tuple(a.read(e, x) for a in self.named) for x in range(n)]
+              if any(voc.agent_fields.values()) else [])
+        rel = {(x, y): tuple(a.read(e, x, y) for a in voc.relations)
+               for x in range(n) for y in range(n) if x != y} if self.triples else {}
         for x in range(n):
             out["agent"].append(gv + av[x])
             if self.pairs:
                 for y in range(n):
                     if y != x:
-                        out["pair"].append(gv + av[x] + av[y])
+                        out["pair"].append(gv + av[x] + av[y] + rel.get((x, y), ())
+                                           + rel.get((y, x), ()))
+        if self.triples:
+            for b in permutations(range(n), 3):
+                at = dict(zip("ijl", b, strict=True))
+                out["triple"].append(sum((rel[(at[w[0]], at[w[1]])] for w in TRIPLE_PLACES),
+                                         ()))
         for msg in self.model.messages:
             sk, dk = self.src_keep[msg.name], self.dst_keep[msg.name]
             rows = out[f"msg {msg.name}"]
+            named = [fk for fk, _f in voc.agent_fields.get(msg.name, [])]
             for mm in e.msgs[msg.name]:
                 if readable_only and ((any(sk) and mm[0] >= n) or (any(dk) and mm[1] >= n)):
                     continue
+                if any(not 0 <= mm[2][fk] < n for fk in named):
+                    continue  # names no agent: only a counterexample's state has it
                 row = gv + tuple(a.read(e, mm) for a in voc.fields[msg.name])
                 if any(sk):
                     row += tuple(v for v, k in zip(av[mm[0]], sk, strict=True) if k)
                 if any(dk):
                     row += tuple(v for v, k in zip(av[mm[1]], dk, strict=True) if k)
+                for fk in named:
+                    row += nv[mm[2][fk]]
                 rows.append(row)
         return out
 
@@ -261,7 +288,7 @@ def mine(model: ir.Model, sizes: Iterable[int] = (2, 3), max_states: int = 20_00
     all_states = [s for ex in explored for s in ex.states]
     undef = undefined_vars(model, all_states) if explored else set()
     voc = vocabulary(model, undef)
-    limits = {"global": 3, "agent": 3, "pair": 3, "msg": 3}
+    limits = {"global": 3, "agent": 3, "pair": 3, "triple": 2, "msg": 3}
     limits.update(max_literals or {})
     tpl, tables = _tables(model, voc, [ex.states for ex in explored], pairs)
     out: list[Candidate] = []
@@ -292,13 +319,14 @@ def _across_templates(cands: list[Candidate]) -> list[Candidate]:
     literals about the home and one agent (``m.src``, ``m.dst``, ``i`` or ``j``) contain a
     global or one-agent clause's says less than it (``forall m :: C(m.src)`` follows from
     ``forall i :: C(i)``)."""
-    one = {"g": "g", "i": "x", "j": "x", "src": "x", "dst": "x"}
+    def one(w: str) -> str:
+        return "g" if w == "g" else "x"
 
     def key(c: Candidate) -> frozenset[tuple[str, str, bool]] | None:
         wheres = {w for _a, w, _p in c.lits}
-        if "m" in wheres or len(wheres - {"g"}) > 1:
+        if "m" in wheres or any(map(is_relation, wheres)) or len(wheres - {"g"}) > 1:
             return None  # about the message's fields, or about two agents
-        return frozenset((a.text, one[w], p) for a, w, p in c.lits)
+        return frozenset((a.text, one(w), p) for a, w, p in c.lits)
 
     strong = [key(c) for c in cands if c.kind in ("global", "agent")]
     base = [k for k in strong if k is not None]
@@ -333,14 +361,16 @@ def _enumerate(kind: str, table: Table, max_size: int) -> tuple[list[Candidate],
             lits.append((c, pos))
             masks.append(m)
     wheres = {w for _a, w in table.slots}
-    need = {"global": {"g"}, "agent": {"i"}, "pair": {"i", "j"}}.get(kind)
+    need = {"global": {"g"}, "agent": {"i"}, "pair": {"i", "j"},
+            "triple": {"i", "j", "l"}}.get(kind)
     if need is None:  # messages: at least one literal about the message or its endpoints
         need_any = wheres - {"g"}
     found: set[frozenset[int]] = set()
+    ones: set[int] = set()  # the literals that are a clause alone
     out: list[Candidate] = []
     tried = 0
     frontier: list[tuple[tuple[int, ...], int]] = [((), full)]
-    swap = _swap_map(table, lits) if kind == "pair" else None
+    swaps = _renamings(table, lits) if kind in ("pair", "triple") else []
     seen_pairs: set[frozenset[int]] = set()
     for size in range(1, max_size + 1):
         nxt: list[tuple[tuple[int, ...], int]] = []
@@ -354,18 +384,19 @@ def _enumerate(kind: str, table: Table, max_size: int) -> tuple[list[Candidate],
                     continue  # implied by the others on every row: redundant
                 new = (*chosen, li)
                 tried += 1
-                if size > 1 and _subsumed(new, li, found):
+                if size > 1 and _subsumed(new, li, found, ones):
                     continue
                 if m2 == 0:
                     fs = frozenset(new)
                     found.add(fs)
-                    where = {table.slots[lits[x][0]][1] for x in new}
+                    if size == 1:
+                        ones.add(li)
+                    where = {w for x in new for w in _agents_at(table.slots[lits[x][0]][1])}
                     ok = where >= need if need is not None else bool(where & need_any)
                     if kind == "global":
                         ok = True
-                    if ok and swap is not None:
-                        other = frozenset(swap[x] for x in new)
-                        if other in seen_pairs:
+                    if ok and swaps:
+                        if any(frozenset(sw[x] for x in new) in seen_pairs for sw in swaps):
                             ok = False
                         seen_pairs.add(fs)
                     if ok:
@@ -380,18 +411,46 @@ def _enumerate(kind: str, table: Table, max_size: int) -> tuple[list[Candidate],
     return out, tried
 
 
-def _swap_map(table: Table, lits: list[tuple[int, bool]]) -> dict[int, int]:
-    """Literal index -> the literal with ``i`` and ``j`` exchanged (pair tables: rows come
-    in both orders, so the exchanged literal exists whenever the literal does)."""
-    nag = sum(1 for _a, w in table.slots if w == "i")
-    ng = sum(1 for _a, w in table.slots if w == "g")
+TRIPLE_PLACES = ("ij", "ji", "il", "li", "jl", "lj")
 
-    def col(c: int) -> int:
-        if c < ng:
-            return c
-        return c + nag if c < ng + nag else c - nag
+
+def _agents_at(where: str) -> tuple[str, ...]:
+    """The template places an atom at ``where`` is about (a relation: both its agents)."""
+    return tuple(where) if is_relation(where) else (where,)
+
+
+def is_relation(where: str) -> bool:
+    """Whether ``where`` places a relation: two of the agents ``i``, ``j``, ``l``."""
+    return len(where) == 2 and set(where) <= {"i", "j", "l"}
+
+
+def _renamings(table: Table, lits: list[tuple[int, bool]]) -> list[dict[int, int]]:
+    """Per renaming of the template's agents other than the identity (``i``, ``j``
+    exchanged; for three agents, their five other orders), literal index -> the renamed
+    literal: rows come in every order, so the renamed literal exists whenever the literal
+    does, and a clause is enumerated once up to renaming (agent-id symmetry)."""
+    names = sorted({x for _a, w in table.slots for x in _agents_at(w)} & {"i", "j", "l"})
+    at: dict[tuple[str, int], int] = {}  # (where, position among its place's atoms) -> col
+    pos: dict[int, tuple[str, int]] = {}
+    count: dict[str, int] = {}
+    for c, (_a, w) in enumerate(table.slots):
+        k = count.get(w, 0)
+        count[w] = k + 1
+        at[(w, k)] = c
+        pos[c] = (w, k)
     index = {lit: k for k, lit in enumerate(lits)}
-    return {k: index[(col(c), pos)] for k, (c, pos) in enumerate(lits)}
+    out = []
+    for order in permutations(names):
+        rename = dict(zip(names, order, strict=True))
+        if all(a == b for a, b in rename.items()):
+            continue
+
+        def col(c: int, rename: dict[str, str] = rename) -> int:
+            w, k = pos[c]
+            w2 = "".join(rename.get(x, x) for x in w) if w not in ("g", "m") else w
+            return at[(w2, k)]
+        out.append({k: index[(col(c), p)] for k, (c, p) in enumerate(lits)})
+    return out
 
 
 def _conflicts(table: Table, lits: list[tuple[int, bool]], chosen: tuple[int, ...],
@@ -431,7 +490,7 @@ def _count_misplaced(table: Table, lits: list[tuple[int, bool]], new: tuple[int,
     if len(counted) > 1 or lits[counted[0]][1]:
         return True
     where = table.slots[lits[counted[0]][0]][1]
-    if where in ("j", "src", "dst"):
+    if where not in ("i", "m"):
         return True  # the agent template says it of every agent (``i``)
     agent_at = "dst" if where == "m" else where
     for x in new:
@@ -443,13 +502,17 @@ def _count_misplaced(table: Table, lits: list[tuple[int, bool]], new: tuple[int,
     return False
 
 
-def _subsumed(new: tuple[int, ...], li: int, found: set[frozenset[int]]) -> bool:
+def _subsumed(new: tuple[int, ...], li: int, found: set[frozenset[int]],
+              ones: set[int]) -> bool:
+    # every proper subset with li (li alone too: a one-literal clause found at size 1, in
+    # ``ones``); a subset without li has a nonzero mask (it is a prefix's subset)
+    if li in ones:
+        return True
     others = [x for x in new if x != li]
     for k in range(1, len(others)):
         for sub in combinations(others, k):
             if frozenset((*sub, li)) in found:
                 return True
-    # a subset without li has a nonzero mask (it is a prefix's subset)
     return False
 
 
@@ -457,8 +520,8 @@ def _text(kind: str, table: Table, lits: list[tuple[int, bool]]) -> str:
     """The clause ``!(l1 && ... && lk)`` as an implication, under its quantifiers."""
     def lit(c: int, pos: bool) -> str:
         atom, where = table.slots[c]
-        x = {"g": "", "i": "i", "j": "j", "src": "m.src", "dst": "m.dst", "m": ""}[where]
-        return atom.literal(pos, x, "m")
+        x, y = binding(where)
+        return atom.literal(pos, x, "m", y)
 
     if len(lits) == 1:
         body = lit(lits[0][0], not lits[0][1])
@@ -472,6 +535,9 @@ def _text(kind: str, table: Table, lits: list[tuple[int, bool]]) -> str:
         return f"forall i: agent :: {_par(body)}"
     if kind == "pair":
         return f"forall i: agent, j: agent :: i != j -> {_par(body)}"
+    if kind == "triple":
+        return (f"forall i: agent, j: agent, l: agent :: i != j && i != l && j != l -> "
+                f"{_par(body)}")
     return f"forall m: {kind[4:]} :: {_par(body)}"
 
 
@@ -487,3 +553,15 @@ def _par(t: str) -> str:
     if " " not in t:
         return t
     return f"({t})"
+
+
+def binding(where: str) -> tuple[str, str]:
+    """What ``{x}`` and ``{y}`` of an atom at ``where`` stand for in a clause's text: "g",
+    "i", "j", "ij" (``{x}`` is ``i``, ``{y}`` is ``j``), "ji", "m", "src", "dst" or "f:F"
+    (the agent of the message's field F)."""
+    if where.startswith("f:"):
+        return f"m.{where[2:]}", ""
+    if is_relation(where):
+        return where[0], where[1]
+    return {"g": ("", ""), "i": ("i", ""), "j": ("j", ""),
+            "src": ("m.src", ""), "dst": ("m.dst", ""), "m": ("", "")}[where]
