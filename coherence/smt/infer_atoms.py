@@ -340,7 +340,7 @@ def vocabulary(model: ir.Model, undef: set[str]) -> Vocabulary:
             else:
                 fa.extend(_eq_atoms(text, f.type, read_f, key in undef, key))
         fields[msg.name] = fa
-    relations = [Atom(text, f"rel.{text}", False, lambda e, x, y, r=read: r(e, y, x))
+    relations = [Atom(text, f"rel.{text}", False, read)
                  for text, read in _owing_relations(model, src_agent, dst_agent,
                                                     tables_senders, receivers, undef)]
     agent_fields = {msg.name: [(k, f.name) for k, f in enumerate(msg.fields)
@@ -394,7 +394,8 @@ def _owing_relations(model: ir.Model, src_agent: dict[str, bool], dst_agent: dic
                      ) -> list[tuple[str, Callable[[Env, int, int], bool]]]:
     """What agent ``{y}`` may owe agent ``{x}``, one relation per message type and agent
     field: a message to ``{y}`` naming ``{x}`` (an Inv whose requestor is ``{x}``), one from
-    ``{y}`` naming ``{x}``, one from ``{y}`` to ``{x}`` (an InvAck). As (text, reader).
+    ``{y}`` naming ``{x}``, one from ``{y}`` to ``{x}`` (an InvAck). As (text, reader of
+    (env, x, y)).
 
     With ``senders`` and ``receivers`` (NOTE(infer-relations)), a type that only some of its
     messages carry between agents counts too (MSI's Data, sent by the home and by the owner,
@@ -412,15 +413,15 @@ def _owing_relations(model: ir.Model, src_agent: dict[str, bool], dst_agent: dic
                 continue
             if to_agent[name]:
                 out.append((f"(exists k: {name} :: k.dst == {{y}} && k.{f.name} == {{x}})",
-                            lambda e, y, x, n=name, fk=fk: any(
+                            lambda e, x, y, n=name, fk=fk: any(
                                 d == y and fs[fk] == x for _s, d, fs in e.msgs[n])))
             if from_agent[name]:
                 out.append((f"(exists k: {name} :: k.src == {{y}} && k.{f.name} == {{x}})",
-                            lambda e, y, x, n=name, fk=fk: any(
+                            lambda e, x, y, n=name, fk=fk: any(
                                 s == y and fs[fk] == x for s, _d, fs in e.msgs[n])))
         if from_agent[name] and to_agent[name]:
             out.append((f"(exists k: {name} :: k.src == {{y}} && k.dst == {{x}})",
-                        lambda e, y, x, n=name: any(s == y and d == x for s, d, _f in e.msgs[n])))
+                        lambda e, x, y, n=name: any(s == y and d == x for s, d, _f in e.msgs[n])))
     return out
 
 
@@ -441,7 +442,7 @@ def _counted_relations(model: ir.Model, src_agent: dict[str, bool],
         readers = tuple(r for _t, r in rs)
         out.append((f"count(y: agent :: {body})",
                     lambda e, x, rd=readers: sum(1 for y in range(len(e.caches))
-                                                 if any(r(e, y, x) for r in rd)),
+                                                 if any(r(e, x, y) for r in rd)),
                     len(rs) == 1))
     return out
 

@@ -14,7 +14,7 @@ import z3
 
 from coherence import ir
 from coherence.smt.execute import TRUE, all_of, any_of, truth
-from coherence.smt.infer_mine import Candidate, binding
+from coherence.smt.infer_mine import Candidate, binding, is_relation
 from coherence.smt.param import (
     NODE,
     ParamEncoder,
@@ -39,7 +39,7 @@ def lower_atoms(model: ir.Model, cands: list[Candidate]) -> dict[tuple[str, str,
         keys[(text, where, msg)] = name
         if where == "g" and not msg:
             lines.append(f"invariant aux {name}: {text};")
-        elif where in ("i", "j", "ij", "ji"):  # NOTE(infer-relations): i and j free
+        elif _two_agents(where):  # NOTE(infer-relations): i and j free
             x, y = binding(where)
             lines.append(f"invariant aux {name}: forall i: agent :: forall j: agent :: "
                          f"{text.replace('{x}', x).replace('{y}', y)};")
@@ -52,13 +52,15 @@ def lower_atoms(model: ir.Model, cands: list[Candidate]) -> dict[tuple[str, str,
     out = {}
     for (text, where, msg), name in keys.items():
         e = by_name[name]
-        for _ in range(0 if where == "g" and not msg else 2 if where in BOTH else 1):
+        for _ in range(0 if where == "g" and not msg else 2 if _two_agents(where) else 1):
             e = e.body  # type: ignore[attr-defined]
         out[(text, where, msg)] = e
     return out
 
 
-BOTH = ("i", "j", "ij", "ji")
+def _two_agents(where: str) -> bool:
+    """Whether an atom at ``where`` is lowered under ``forall i :: forall j ::``."""
+    return where in ("i", "j") or is_relation(where)
 
 
 class Composer:

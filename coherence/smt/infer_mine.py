@@ -204,14 +204,13 @@ class Templates:
         nv = ([tuple(a.read(e, x) for a in self.named) for x in range(n)]
               if any(voc.agent_fields.values()) else [])
         rel = {(x, y): tuple(a.read(e, x, y) for a in voc.relations)
-               for x in range(n) for y in range(n) if x != y} if self.triples else {}
+               for x in range(n) for y in range(n) if x != y} if self.pairs else {}
         for x in range(n):
             out["agent"].append(gv + av[x])
             if self.pairs:
                 for y in range(n):
                     if y != x:
-                        out["pair"].append(gv + av[x] + av[y] + rel.get((x, y), ())
-                                           + rel.get((y, x), ()))
+                        out["pair"].append(gv + av[x] + av[y] + rel[(x, y)] + rel[(y, x)])
         if self.triples:
             for b in permutations(range(n), 3):
                 at = dict(zip("ijl", b, strict=True))
@@ -447,8 +446,8 @@ def _renamings(table: Table, lits: list[tuple[int, bool]]) -> list[dict[int, int
 
         def col(c: int, rename: dict[str, str] = rename) -> int:
             w, k = pos[c]
-            w2 = "".join(rename.get(x, x) for x in w) if w not in ("g", "m") else w
-            return at[(w2, k)]
+            renamed = w in rename or is_relation(w)  # an agent's place, or a relation's
+            return at[("".join(rename[x] for x in w) if renamed else w, k)]
         out.append({k: index[(col(c), p)] for k, (c, p) in enumerate(lits)})
     return out
 
