@@ -303,3 +303,22 @@ def compare_c_with_semantics(model: Model, cap: int) -> int:
                     nxt.append(s)
         frontier = nxt
     return done
+
+# ---------------------------------------------------------------- msi_home_acks' Houdini lines
+
+MSI_HOME_ACKS = ROOT / "tests" / "specs" / "infer" / "msi_home_acks.coh"
+# the 78 lines the 4-agent Houdini chose for it: inductive at 4 agents, not for every N
+MSI_HOME_ACKS_HOUDINI = MSI_HOME_ACKS.with_name("msi_home_acks_houdini.aux")
+# (goal, action) of obligations of those lines that have concrete counterexamples to induction
+# with one agent (a Data from a node to itself: results/infer/msi_home_acks_relations.md)
+MSI_HOME_ACKS_BROKEN = [("invariant:inferred_21", "action Cache.message Data in IS_D"),
+                        ("invariant:inferred_13", "action Cache.message Data in IM_D"),
+                        ("no-transition:*", "action Dir.message Data in S_D")]
+
+
+def msi_home_acks_houdini() -> Model:
+    """msi_home_acks.coh (``coherent`` dropped, as its proofs for every N do) with the lines."""
+    from coherence.spec.load import extend, load_spec
+    from coherence.spec.select import drop_properties
+    return extend(drop_properties(load_spec(MSI_HOME_ACKS), ["coherent"]),
+                  MSI_HOME_ACKS_HOUDINI.read_text())

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import z3
 
-from coherence.smt.infer_ground import Grounder, instances
+from coherence.smt.infer_ground import Grounder, instances, resolved
 
 NODE = z3.DeclareSort("TestNode")
 P = z3.Function("P", NODE, z3.BoolSort())
@@ -80,3 +80,48 @@ def test_nested_goal_quantifiers_take_the_pools_constants() -> None:
     goal = g.goal(z3.Not(inv), [a, b])
     assert "sk!" not in goal.sexpr()
     assert _unsat(goal, g(inv))
+
+
+def test_resolved_drops_a_variable_its_body_pins_down() -> None:
+    """``∃x. x = a ∧ φ(x)`` is ``φ(a)`` and ``∀x. x ≠ a ∨ φ(x)`` too: equivalent, and no
+    instance to build (a message quantifier naming its source and destination)."""
+    pinned = [z3.Exists([x, y], z3.And(x == a, y == b, R(x, y))),
+              z3.ForAll([x], z3.Or(x != a, R(x, x)))]
+    for t in pinned:
+        r = resolved(t)
+        assert not Grounder(NODE, [a]).has_quantifier(r), r
+        assert _unsat(r != t)
+    free = z3.ForAll([x], R(x, a))
+    assert Grounder(NODE, [a]).has_quantifier(resolved(free))
+    assert _unsat(resolved(free) != free)
+
+
+def test_a_goal_gets_the_same_witness_in_every_grounder() -> None:
+    """Witnesses are named after their formula: a goal grounded again over more terms (the
+    proof's wider context, NOTE(param-ground-fallback)) names the same nodes, so the
+    hypotheses can be instantiated at them."""
+    goal = z3.Exists([x], z3.And(P(x), z3.Not(R(x, a))))
+    one = Grounder(NODE, [a]).goal(goal, [])
+    two = Grounder(NODE, [a, b, c]).goal(goal, [])
+    assert one.eq(two)
+    witness = [t for t in _constants(one) if t.sort() == NODE and not t.eq(a)]
+    assert len(witness) == 1
+    # instantiated at the witness, "P holds nowhere" refutes the goal; over a and b only, not
+    wide = Grounder(NODE, [a, b, *witness])
+    assert _unsat(wide(z3.ForAll([y], z3.Not(P(y)))), two)
+    assert not _unsat(Grounder(NODE, [a, b])(z3.ForAll([y], z3.Not(P(y)))), two)
+    # two different existentials never share a witness
+    other = Grounder(NODE, [a]).goal(z3.Exists([x], z3.And(P(x), R(x, a))), [])
+    assert not (set(map(str, _constants(other))) & {str(w) for w in witness})
+
+
+def _constants(t: z3.ExprRef) -> list[z3.ExprRef]:
+    out: dict[int, z3.ExprRef] = {}
+    todo = [t]
+    while todo:
+        e = todo.pop()
+        if z3.is_app(e):
+            if e.num_args() == 0 and e.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+                out[e.get_id()] = e
+            todo.extend(e.children())
+    return list(out.values())

@@ -7,7 +7,14 @@ from __future__ import annotations
 import re
 
 import pytest
-from helpers import AUX, MUTEX, PROOF_RLIMIT, SPECS
+from helpers import (
+    AUX,
+    MSI_HOME_ACKS_BROKEN,
+    MUTEX,
+    PROOF_RLIMIT,
+    SPECS,
+    msi_home_acks_houdini,
+)
 
 from coherence import ir
 from coherence.smt.param import Grounded, obligations, prove_all
@@ -86,3 +93,33 @@ def test_grounding_stops_at_its_instance_budget() -> None:
     assert z3.is_and(Grounder(NODE, [HOME, UNDEF_N], budget=4).ground(claim, True))
     with pytest.raises(TooLarge):
         Grounder(NODE, [HOME, UNDEF_N], budget=3).ground(claim, True)
+
+
+
+@pytest.fixture(scope="module")
+def mha_queries() -> list:
+    return obligations(msi_home_acks_houdini())[2]
+
+
+def test_goal_witnesses_let_the_ground_try_prove_three_agent_lines(mha_queries: list) -> None:
+    """A goal's existentials (the source of a ``Data`` in flight) have witnesses that the
+    hypotheses are instantiated at too: two obligations the quantified solver gives up on
+    (5 s each, then a minute) are proved in the ground context over the goal's nodes, and not
+    in the action's context alone."""
+    step = [q for q in mha_queries if q.what == "action Dir.message GetS in M"]
+    goals = {q.goal: q for q in step}
+    grounded = Grounded(step[0])
+    for name in ("invariant:inferred_43", "invariant:inferred_44"):
+        goal = goals[name].assertions[-1]
+        assert not grounded.proves(goal, wider=False), name
+        assert grounded.proves(goal), name
+
+
+@pytest.mark.parametrize(("goal", "what"), MSI_HOME_ACKS_BROKEN)
+def test_goal_witnesses_never_prove_a_broken_obligation(mha_queries: list, goal: str,
+                                                        what: str) -> None:
+    """Obligations with a concrete counterexample to induction (tests/test_infer_repair.py
+    replays them) stay unproved by the ground try, with its goal witnesses."""
+    hit = [q for q in mha_queries if (q.goal, q.what) == (goal, what)]
+    assert len(hit) == 1, (goal, what)
+    assert not Grounded(hit[0]).proves(hit[0].assertions[-1])

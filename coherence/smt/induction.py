@@ -44,6 +44,10 @@ class Cti:
     groups: list[str]
     pre: list[str]
     step: Step
+    # the pre-state in the reference semantics of ``instance`` (the spec at the CTI's size),
+    # where known: ``--infer`` reads its candidates on it (NOTE(infer-repair))
+    state: Any = None
+    instance: Any = None
 
 
 @attrs.define

@@ -10,6 +10,8 @@
 3. The support is printed as ``invariant aux`` lines, and the spec with those lines appended
    is proved again from scratch by ``param.prove_all``: the verdict is that proof's, so an
    inferred set can never make a false proof (and a spec the prover refutes stays refuted).
+   Concrete counterexamples to induction of that proof put back candidates Houdini kept and
+   minimisation left out, and the proof runs again (``infer_repair``, NOTE(infer-repair)).
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ def infer(model: ir.Model, options: InferOptions | None = None,
     from coherence.smt.infer_finite import houdini_finite
     from coherence.smt.infer_mine import explore, mine
     from coherence.smt.infer_qf import houdini_qf
+    from coherence.smt.infer_repair import ROUNDS, repairs
     from coherence.smt.param import ParamEncoder
     from coherence.spec.load import extend
     opts = options or InferOptions()
@@ -116,6 +119,26 @@ def infer(model: ir.Model, options: InferOptions | None = None,
     proved_model = extend(model, _block(lines)) if lines else model
     proof = prove_all(proved_model, timeout=opts.timeout, rlimit=opts.final_rlimit,
                       progress=lambda d, t, what: say(f"final proof: {what} ({d} of {t})"))
+    # NOTE(infer-repair): counterexamples to induction put back what minimisation left out
+    chosen = list(h.support)
+    repaired: list[dict[str, Any]] = []
+    while proof.verdict == "unknown" and proof.cti_details and len(repaired) < ROUNDS:
+        left = None if opts.timeout is None else opts.timeout - (time.perf_counter() - t2)
+        ctis = len(proof.cti_details)
+        added = repairs(cands, h.alive, chosen, templates, proof.cti_details)
+        if not added or (left is not None and left <= 0):
+            break
+        chosen += added
+        lines = [f"invariant aux {n}: {cands[k].text};"
+                 for n, k in zip(_names(taken, len(chosen)), chosen, strict=True)]
+        say(f"{ctis} counterexamples to induction: {len(added)} kept "
+            f"candidates put back; proving {len(lines)} lines from scratch")
+        t_round = time.perf_counter()
+        proved_model = extend(model, _block(lines))
+        proof = prove_all(proved_model, timeout=left, rlimit=opts.final_rlimit,
+                          progress=lambda d, t, what: say(f"final proof: {what} ({d} of {t})"))
+        repaired.append({"ctis": ctis, "added": len(added),
+                         "seconds": round(time.perf_counter() - t_round, 3)})
     t3 = time.perf_counter()
     stats = {
         "explored": [{"agents": n, "states": s, "complete": c, "seconds": round(sec, 3),
@@ -130,6 +153,7 @@ def infer(model: ir.Model, options: InferOptions | None = None,
         "houdini_queries": h.stats["queries"],
         "unknown_checks": h.stats["unknown"],
         "houdini": {"kind": opts.houdini, **h.stats},
+        "repairs": repaired,
         "seconds": {"explore": round(mstats.seconds_explore, 3),
                     "filter": round(mstats.seconds_filter, 3),
                     "houdini": round(t2 - t1, 3), "final_proof": round(t3 - t2, 3),

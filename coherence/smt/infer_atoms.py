@@ -306,6 +306,12 @@ def vocabulary(model: ir.Model, undef: set[str]) -> Vocabulary:
                 fa.append(Atom(f"{{m}}.{end} == home", f"msg.{msg.name}.{end}.home", False,
                                lambda e, mm, at=at: mm[at] >= len(e.caches),
                                f"{{m}}.{end} != home"))
+        # a message from a node to itself (which the home, or a cache, could send by the
+        # types alone): the final proof's counterexamples to induction on msi_home_acks were
+        # mostly states holding one (a Data from the home to the home)
+        if tables_senders[msg.name] & receivers[msg.name]:
+            fa.append(Atom("{m}.src == {m}.dst", f"msg.{msg.name}.src=dst", False,
+                           lambda e, mm: mm[0] == mm[1], "{m}.src != {m}.dst"))
         for k, f in enumerate(msg.fields):
             text = f"{{m}}.{f.name}"
             key = f"msg.{msg.name}.{f.name}"

@@ -277,7 +277,7 @@ def conclude(enc: Any, inst: ir.Model, query: Any, pre: State, act: Action,
                                    f"break {query.goal} in the reference semantics")
         message = broken[0]
     return Cti(f"{query.goal} can break with {size}{unbounded}: {message}", [query.goal],
-               describe_state(enc, pre), step)
+               describe_state(enc, pre), step, pre, inst)
 
 
 def _state(inst: ir.Model, s: Any, c: _Concrete) -> State:
