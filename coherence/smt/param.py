@@ -1168,7 +1168,11 @@ class Grounded:
     consequences of the hypotheses and the goal's existentials are Skolemized, so an
     unsatisfiable answer proves the obligation; any other answer only sends it on to the
     quantified solver. Z3 decides these in milliseconds where the quantified form can take
-    a minute."""
+    a minute. Formulas are first rewritten by destructive equality resolution
+    (``infer_ground.resolved``: a message quantifier that names its ends builds no
+    instance), and a goal that the action's context does not refute is tried again with the
+    hypotheses also instantiated at the goal's own nodes and witnesses (the source of a
+    message it says is in flight), a context per set of them."""
 
     def __init__(self, q: Query) -> None:
         self.query = q
