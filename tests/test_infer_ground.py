@@ -125,3 +125,14 @@ def _constants(t: z3.ExprRef) -> list[z3.ExprRef]:
                 out[e.get_id()] = e
             todo.extend(e.children())
     return list(out.values())
+
+
+def test_resolved_leaves_a_term_the_tactics_refuse_as_it_is(monkeypatch) -> None:
+    import coherence.smt.infer_ground as ground
+
+    def refuse(_t: z3.ExprRef) -> None:
+        raise z3.Z3Exception("not taken")
+
+    monkeypatch.setattr(ground, "_RESOLVE", refuse)
+    t = z3.ForAll([x], z3.Or(x != a, P(x)))
+    assert resolved(t).eq(t)
