@@ -71,10 +71,15 @@ def test_infer_proves_again_with_the_candidates_put_back(ctis: list,
 
     proved: list[list[str]] = []
 
-    def prove(model, **_k):
+    settled = [("invariant:swmr", 0, -1), ("no-transition:*", 3, -1)]
+    reused: list[object] = []
+
+    def prove(model, reuse=(), **_k):
         proved.append([inv.name for inv in model.invariants])
+        reused.append(reuse)
         if len(proved) == 1:
-            return ParamResult("unknown", [], ["..."], [], None, [], "cti", 0.0, ctis)
+            return ParamResult("unknown", [], ["..."], [], None, [], "cti", 0.0, ctis,
+                               settled=settled)
         return ParamResult("holds", [], [], [], None, [], None, 0.0)
 
     monkeypatch.setattr(finite_mod, "houdini_finite", houdini)
@@ -85,6 +90,8 @@ def test_infer_proves_again_with_the_candidates_put_back(ctis: list,
     assert len(proved) == 2 and proved[0] == [inv.name for inv in model.invariants]
     assert "forall m: Data :: (m.src != m.dst)" in "\n".join(result.lines)
     assert len(proved[1]) == len(proved[0]) + len(result.lines)
+    assert reused == [(), settled]  # the second proof skips what the first settled
+    assert result.stats["repairs"][0]["reused"] == len(settled)
     assert result.stats["repairs"][0]["ctis"] == len(ctis)
     assert result.stats["repairs"][0]["added"] == len(result.lines)
     assert result.stats["final"] == len(result.lines)

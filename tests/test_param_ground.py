@@ -123,3 +123,33 @@ def test_goal_witnesses_never_prove_a_broken_obligation(mha_queries: list, goal:
     hit = [q for q in mha_queries if (q.goal, q.what) == (goal, what)]
     assert len(hit) == 1, (goal, what)
     assert not Grounded(hit[0]).proves(hit[0].assertions[-1])
+
+
+def test_reuse_skips_what_an_earlier_proof_settled() -> None:
+    """``prove_all(reuse=...)`` (the repair rounds of ``--infer``): the settled obligations of
+    a proof are skipped by the next one on the spec with more lines, and those that were not
+    settled are still checked (their counterexamples stay)."""
+    weak = load_spec_text(MUTEX)
+    first = prove_all(weak, rlimit=PROOF_RLIMIT)
+    assert first.verdict != "holds" and first.ctis and first.settled
+    keys = {q.key for q in obligations(weak)[2]}
+    assert set(first.settled) < keys
+    again = prove_all(weak, rlimit=PROOF_RLIMIT, reuse=first.settled)
+    assert again.ctis == first.ctis  # what was not settled is checked again
+    assert set(again.settled) == set(first.settled)
+    strong = load_spec_text(MUTEX + AUX)
+    whole = prove_all(strong, rlimit=PROOF_RLIMIT)
+    reused = prove_all(strong, rlimit=PROOF_RLIMIT, reuse=first.settled)
+    assert whole.verdict == reused.verdict == "holds"
+    assert set(reused.settled) == set(whole.settled) == {q.key for q in obligations(strong)[2]}
+    assert set(first.settled) <= set(reused.settled)
+
+
+def test_query_keys_are_one_per_query_and_survive_more_lines() -> None:
+    weak, strong = load_spec_text(MUTEX), load_spec_text(MUTEX + AUX)
+    wq, sq = obligations(weak)[2], obligations(strong)[2]
+    assert len({q.key for q in wq}) == len(wq)
+    assert len({q.key for q in sq}) == len(sq)
+    by_key = {q.key: q for q in sq}
+    for q in wq:  # the same obligation (goal, action) under the same key
+        assert (by_key[q.key].goal, by_key[q.key].what) == (q.goal, q.what)

@@ -135,9 +135,12 @@ def infer(model: ir.Model, options: InferOptions | None = None,
             f"candidates put back; proving {len(lines)} lines from scratch")
         t_round = time.perf_counter()
         proved_model = extend(model, _block(lines))
+        # the lines only grow: what the last proof settled stays proved
+        reused = len(proof.settled)
         proof = prove_all(proved_model, timeout=left, rlimit=opts.final_rlimit,
-                          progress=lambda d, t, what: say(f"final proof: {what} ({d} of {t})"))
-        repaired.append({"ctis": ctis, "added": len(added),
+                          progress=lambda d, t, what: say(f"final proof: {what} ({d} of {t})"),
+                          reuse=proof.settled)
+        repaired.append({"ctis": ctis, "added": len(added), "reused": reused,
                          "seconds": round(time.perf_counter() - t_round, 3)})
     t3 = time.perf_counter()
     stats = {

@@ -7,7 +7,9 @@ concrete counterexamples to induction were states no search reaches (a ``Data`` 
 to itself, the home in ``S_M`` waiting for nobody) that candidates Houdini kept, then
 minimised away, rule out. Those candidates, read on each counterexample's pre-state as mining
 reads explored states, are put back (the fewest literals first, a few per counterexample)
-and the proof runs again from scratch: its verdict is still the only one.
+and the proof runs again: its verdict is still the only one. The obligations the last proof
+settled are not checked again (``prove_all``'s ``reuse``): the lines only grow, and more
+hypotheses keep an obligation proved.
 """
 
 from __future__ import annotations

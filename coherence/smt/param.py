@@ -24,7 +24,7 @@ encoder raises ``Unsupported`` with the construct's location: never a silent pas
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import attrs
@@ -783,6 +783,7 @@ class ParamResult:
     reason: str | None
     seconds: float
     cti_details: list[Any] = attrs.Factory(list)  # induction.Cti, concrete and replayed
+    settled: list[tuple[str, int, int]] = attrs.Factory(list)  # Query.key of each proved
     # NOTE(param-hierarchy): a hierarchical spec's free index type; ``instance`` counts its ids
     over: str | None = None
 
@@ -913,7 +914,8 @@ def _properties(enc: ParamEncoder, s: PState) -> dict[str, Any]:
 def prove_all(model: ir.Model, timeout: float | None = None,
               refute_depth: int = 10, rlimit: int | None = None,
               progress: Callable[[int, int, str], None] | None = None,
-              over: str | None = None) -> ParamResult:
+              over: str | None = None,
+              reuse: Collection[tuple[str, int, int]] = ()) -> ParamResult:
     """Prove every invariant for every number of agents, or refute at a concrete size.
 
     ``timeout`` caps the whole run in seconds. ``rlimit`` bounds each Z3 check by Z3's
@@ -923,6 +925,9 @@ def prove_all(model: ir.Model, timeout: float | None = None,
     search for a concrete counterexample. A hierarchical spec is proved for every size of one
     index type, ``over`` (its name or its parameter's; inferred when None), the others fixed
     as ``model`` binds them (NOTE(param-hierarchy) in ``param_hier``).
+    ``reuse``: the ``settled`` obligations of an earlier run on this spec with a subset of
+    its invariants (``--infer``'s repair rounds, which only add lines): skipped, as more
+    hypotheses keep an obligation proved. Keys of any other spec make an unsound proof.
     """
     shape = None
     if model.is_hierarchical:
@@ -942,7 +947,7 @@ def prove_all(model: ir.Model, timeout: float | None = None,
         else:
             from coherence.smt.param_hier import check_index_free
             check_index_free(model, shape)
-        result = _prove(model, budget, refute_depth, notes, progress, shape)
+        result = _prove(model, budget, refute_depth, notes, progress, shape, frozenset(reuse))
         result.over = None if shape is None else shape.index
         return result
     except Unsupported as unsupported:
@@ -973,6 +978,9 @@ class Query:
     consts: list[Any] = attrs.Factory(list)  # the action's agent, parameters, message source
     shape: Any = None  # NOTE(param-hierarchy): param_hier.Shape of a hierarchical spec
     counts: bool = False  # NOTE(param-count): the spec counts (its models may be spurious)
+    # (goal, action index, index of the action that errs after it; -1 where none): one per
+    # query, and the same in a spec with more invariants (``prove_all``'s ``reuse``)
+    key: tuple[str, int, int] = ("", -1, -1)
 
 
 @owns_z3
@@ -998,26 +1006,27 @@ def obligations(model: ir.Model, shape: Any = None) -> tuple[ParamEncoder, PStat
     inv = [*props.values(), no_error]
     base = [enc.nodes_apart(), enc.domain(cur)]
     init = [enc.nodes_apart(), enc.init_formula(cur), enc.domain(cur)]
-    out = [Query(name, "init", [*init, z3.Not(p)], cur, shape=shape)
+    out = [Query(name, "init", [*init, z3.Not(p)], cur, shape=shape, key=(name, -1, -1))
            for name, p in props.items()]
-    out += [Query("error:error", "init", [*init, err], cur, shape=shape) for _, err in errs]
+    out += [Query("error:error", "init", [*init, err], cur, shape=shape,
+                  key=("error:error", -1, j)) for j, err in errs]
     for i, (machine, tr) in enumerate(acts):
         ok, _err, succ, consts, dup = _step(enc, cur, machine, tr, f"a{i}")
         label = f"{machine.name}.{_label(tr)}"
         base = [enc.nodes_apart(), enc.domain(cur), *bounds(card_terms([*inv, ok]))]
         if not z3.is_false(dup):
             out.append(Query(ONE_PER_KIND, f"action {label}", [*base, *inv, ok, dup], cur,
-                             (machine, tr), consts, shape))
+                             (machine, tr), consts, shape, key=(ONE_PER_KIND, i, -1)))
         post = _properties(enc, succ)
         for name, p in post.items():
             out.append(Query(name, f"action {label}", [*base, *inv, ok, z3.Not(p)], cur,
-                             (machine, tr), consts, shape))
+                             (machine, tr), consts, shape, key=(name, i, -1)))
         for j, _ in errs:
             m2, tr2 = acts[j]
             err2 = _step(enc, succ, m2, tr2, f"a{i}b{j}")[1]
             out.append(Query("error:error", f"action {label} (then {m2.name}."
                              f"{_label(tr2)} errs)", [*base, *inv, ok, err2], cur,
-                             (machine, tr), consts, shape))
+                             (machine, tr), consts, shape, key=("error:error", i, j)))
     if _counts(model):
         for q in out:
             q.counts = True
@@ -1096,8 +1105,10 @@ def _units(shape: Any) -> str:
 
 def _prove(model: ir.Model, budget: Budget, refute_depth: int, notes: list[str],
            progress: Callable[[int, int, str], None] | None = None,
-           shape: Any = None) -> ParamResult:
+           shape: Any = None, reuse: frozenset[tuple[str, int, int]] = frozenset()
+           ) -> ParamResult:
     _enc, _cur, queries = obligations(model, shape)
+    settled: list[tuple[str, int, int]] = []
     status: dict[str, str] = {}  # goal -> proved | cti | unknown
     ctis: list[str] = []
     details: list[Any] = []
@@ -1110,6 +1121,9 @@ def _prove(model: ir.Model, budget: Budget, refute_depth: int, notes: list[str],
             progress(i, len(queries), f"obligation {q.goal}: {q.what}")
         if status.setdefault(q.goal, "proved") != "proved":
             continue  # one counterexample per property is enough
+        if q.key in reuse:
+            settled.append(q.key)
+            continue
         if budget.expired():
             unknown.append(f"--timeout {budget.timeout:g} s reached")
             status[q.goal] = "unknown"
@@ -1124,6 +1138,7 @@ def _prove(model: ir.Model, budget: Budget, refute_depth: int, notes: list[str],
             grounded = Grounded(q) if q.what != "init" else None
         answer, cti, why = _settle(model, q, shared, budget, grounded)
         if answer == z3.unsat:
+            settled.append(q.key)
             continue
         where = ("the initial state" if q.what == "init"
                  else f"{q.what} (for some number of {_units(shape)})")
@@ -1140,7 +1155,7 @@ def _prove(model: ir.Model, budget: Budget, refute_depth: int, notes: list[str],
     start = budget.start
     seconds = time.perf_counter() - start
     if not unknown and not ctis:
-        return ParamResult("holds", done, [], [], None, notes, None, seconds)
+        return ParamResult("holds", done, [], [], None, notes, None, seconds, settled=settled)
     if progress is not None:
         progress(len(queries), len(queries),
                  f"looking for a counterexample at 2-3 {_units(shape)}")
@@ -1149,11 +1164,12 @@ def _prove(model: ir.Model, budget: Budget, refute_depth: int, notes: list[str],
         refuted.proved, refuted.ctis, refuted.notes = done, ctis, notes
         refuted.cti_details = details
         refuted.seconds = time.perf_counter() - start
+        refuted.settled = settled
         return refuted
     reason = unknown[0] if unknown else ("not inductive for every N: add `invariant aux` "
                                          "lines (see above)")
     return ParamResult("unknown", done, ctis, [], None, notes, reason,
-                       time.perf_counter() - start, details)
+                       time.perf_counter() - start, details, settled=settled)
 
 
 GROUND_RLIMIT = 30_000_000  # Z3 units per quantifier-free try (deterministic)
