@@ -132,7 +132,7 @@ def infer(model: ir.Model, options: InferOptions | None = None,
         lines = [f"invariant aux {n}: {cands[k].text};"
                  for n, k in zip(_names(taken, len(chosen)), chosen, strict=True)]
         say(f"{ctis} counterexamples to induction: {len(added)} kept "
-            f"candidates put back; proving {len(lines)} lines from scratch")
+            f"candidates put back; proving {len(lines)} lines again")
         t_round = time.perf_counter()
         proved_model = extend(model, _block(lines))
         # the lines only grow: what the last proof settled stays proved

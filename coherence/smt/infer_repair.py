@@ -31,7 +31,7 @@ def repairs(cands: list[Candidate], alive: Iterable[int], taken: Iterable[int],
     pool = sorted(set(alive) - set(taken), key=lambda k: (cands[k].size, k))
     out: list[int] = []
     for cti in ctis:
-        if getattr(cti, "state", None) is None or getattr(cti, "instance", None) is None:
+        if cti.state is None or cti.instance is None:  # not replayed in the reference
             continue
         rows = tpl.rows(Semantics(cti.instance), cti.state, readable_only=True)
         hit = [k for k in pool if k not in out and violated(cands[k], rows)]

@@ -1195,6 +1195,7 @@ class Grounded:
         self.pool = list(z3.Consts("ground_k1 ground_k2 ground_k3", NODE))
         self.built = False  # the action's context, on the first ``proves``
         self.goals: dict[int, tuple[Any, Any]] = {}  # goal id -> (goal, resolved)
+        self.refuted: dict[int, bool] = {}  # goal id -> the action's context refutes it
 
     @property
     def ready(self) -> bool:
@@ -1212,8 +1213,12 @@ class Grounded:
             self.terms = [HOME, *consts, *nodes, *self.pool[:2]]
             self.main = self._context(self.terms)
             self.wider: dict[tuple[int, ...], tuple[Any, Any, list[Any]] | None] = {}
-        if self.main is not None and self._proves(*self.main, goal):
-            return True
+        if self.main is not None:
+            # asked again (first without ``wider``, then with it): decided once
+            if goal.get_id() not in self.refuted:
+                self.refuted[goal.get_id()] = self._proves(*self.main, goal)
+            if self.refuted[goal.get_id()]:
+                return True
         if not wider:
             return False
         # a goal about a second action ("then B errs") names B's agents, and the witnesses
