@@ -66,6 +66,28 @@ class ModelError(Exception):
         self.code = code
 
 
+# every ModelError code, in the order that breaks ties between errors at one position
+ERROR_CODES = ("assert", "bus-ambiguous", "bus-nesting", "bus-no-transition", "bus-stall",
+               "coherence", "error", "index", "no-index", "no-machine", "not-agent", "range",
+               "undefined", "undefined-agent", "undefined-array", "undefined-dst")
+
+
+def error_rank(code: str, span: Span | None) -> int:
+    """The order among model errors that a quantifier reports the least of
+    (NOTE(quantifier-errors)): by source position, then code. One integer, so that the C
+    engines compare the same numbers."""
+    line, col = (span.line, span.col) if span is not None else (0, 0)
+    kind = ERROR_CODES.index(code) if code in ERROR_CODES else len(ERROR_CODES)
+    return (line << 40) | (col << 16) | kind
+
+
+def least_error(old: ModelError | None, new: ModelError) -> ModelError:
+    """The one of two model errors a quantifier reports (the first on a tie)."""
+    if old is None or error_rank(new.code, new.span) < error_rank(old.code, old.span):
+        return new
+    return old
+
+
 class CoherenceViolation(ModelError):
     """The coherence monitor saw a load that no coherence order explains."""
 
@@ -121,15 +143,32 @@ class Violation(NamedTuple):
 
 def _quantifier(forall: bool, name: str, values: Callable[[_Env], Iterable[Any]],
                 body: Compiled) -> Compiled:
-    """forall/exists of ``body`` with the local ``name`` bound to each of ``values(env)``."""
+    """forall/exists of ``body`` with the local ``name`` bound to each of ``values(env)``.
+
+    NOTE(quantifier-errors): an instance that decides the quantifier (a false one for
+    ``forall``, a true one for ``exists``) decides it even when another instance raises a
+    model error; only when none decides is the result an error, the least of the instances'
+    errors by ``error_rank``. So neither the verdict nor the failure key depends on the order
+    of the values: symmetry reduction renames agents and re-sorts messages, and must not turn
+    a violation into an error (Kleene's strong three-valued logic, with errors as unknown).
+    ``&&``, ``||`` and ``if`` keep their left-to-right order: that order is in the text.
+    Every engine (the C and CUDA code of ``engines.cgen``, the Z3 step of ``smt.execute``)
+    makes the same choice.
+    """
 
     def quant(env: _Env) -> int:
         saved = env.locals.get(name, None)
+        error: ModelError | None = None
         try:
             for v in values(env):
                 env.locals[name] = v
-                if bool(body(env)) != forall:
-                    return int(not forall)
+                try:
+                    if bool(body(env)) != forall:
+                        return int(not forall)
+                except ModelError as err:
+                    error = least_error(error, err)
+            if error is not None:
+                raise error
             return int(forall)
         finally:
             if saved is None:
@@ -141,16 +180,23 @@ def _quantifier(forall: bool, name: str, values: Callable[[_Env], Iterable[Any]]
 
 def _counter(name: str, values: list[int], body: Compiled) -> Compiled:
     """``count(name: T :: body)``: how many of ``values`` make ``body`` true (``body`` is
-    evaluated for each, in order, so its errors surface as a quantifier's would)."""
+    evaluated for each; when some raise model errors, the count raises the least of them,
+    NOTE(quantifier-errors))."""
 
     def count(env: _Env) -> int:
         saved = env.locals.get(name, None)
+        error: ModelError | None = None
         try:
             n = 0
             for v in values:
                 env.locals[name] = v
-                if body(env):
-                    n += 1
+                try:
+                    if body(env):
+                        n += 1
+                except ModelError as err:
+                    error = least_error(error, err)
+            if error is not None:
+                raise error
             return n
         finally:
             if saved is None:

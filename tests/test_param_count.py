@@ -176,3 +176,40 @@ def test_msi_counting_invariants_hold_in_the_checker() -> None:
     result = check(model, CheckOptions(deadlock=False, liveness=False, vacuity=False))
     assert result.verdict == "holds", [f.name for f in result.failures]
     assert result.states == 9910
+
+
+# A count sent in a field of fixed range: size(s) reaches 4 at 4 agents, out of int[0..3].
+COUNT_IN_FIXED_FIELD = """param agents = 2;
+network net: unordered, capacity = agents + 1;
+message Hello on net;
+message D(k: int[0..3]) on net;
+cache machine C {
+  stable state S, T;
+  init S;
+  rule Join in S { send Hello to home; goto T; }
+}
+home machine H {
+  stable state R;
+  init R;
+  var s: set<agent> = {};
+  on Hello { s.add(msg.src); }
+  rule Go in R when !inflight(D) { send D(SENT) to home; }
+  on D { }
+}
+"""
+
+
+def test_a_count_sent_in_a_fixed_range_field_is_range_checked() -> None:
+    """``Semantics.deliver`` checks every field's range. A count in a fixed-range field was a
+    Z3 sort error (a traceback); now it is checked and converted: its overflow, possible
+    only from 4 agents on, keeps the proof from holding, and a step that errs at once is a
+    failure."""
+    grows = prove_all(load_spec_text(COUNT_IN_FIXED_FIELD.replace("SENT", "size(s)")),
+                      rlimit=RLIMIT)
+    assert grows.verdict == "unknown"
+    assert any("then H.rule Go in R errs" in c for c in grows.ctis), grows.ctis
+    negative = prove_all(load_spec_text(COUNT_IN_FIXED_FIELD.replace("SENT", "size(s) - 1")),
+                         rlimit=RLIMIT)
+    assert negative.verdict == "fails"
+    assert [f.message for f in negative.failures] == ["value -1 of D.k is out of range "
+                                                      "int[0..3]"]

@@ -88,47 +88,59 @@ def bmc(model: ir.Model, max_depth: int, *, deadlock: bool = True, all_failures:
     # object's finaliser, which swallows it (a traceback, and the run goes on): noted, it
     # stops the run at the next check with what it found.
     sigint: list[int] = []
+
+    def check(group: Group, bad: Any, at: int, depth: int) -> bool:
+        """Is ``group``'s ``bad`` possible at ``states[at]``, a failure of ``depth`` steps?
+        False when the run must stop (a budget ran out, or SIGINT)."""
+        nonlocal verdict, reason, used
+        lit = z3.Bool(f"bad|{group_key(group)}|{depth}")
+        solver.add(z3.Implies(lit, system.at(bad, states[at])))
+        if timeout is not None:
+            left = timeout - (time.perf_counter() - start)
+            if left <= 0:
+                verdict, reason = "unknown", f"--timeout {timeout:g} s reached"
+                return False
+            solver.set("timeout", max(1, int(left * 1000)))
+        if rlimit_total is not None:
+            if used >= rlimit_total:
+                verdict, reason = "unknown", f"resource budget of {rlimit_total} reached"
+                return False
+            solver.set("rlimit", min(rlimit or rlimit_total, rlimit_total - used))
+        if sigint:
+            verdict, reason = "unknown", interrupted(sigint[0])
+            return False
+        before = _resources(solver)
+        safe_point()
+        answer = solver.check(lit)
+        used += max(0, _resources(solver) - before)
+        if answer == z3.unknown:
+            verdict, reason = "unknown", f"Z3 answered unknown ({solver.reason_unknown()})"
+            return False
+        if answer == z3.sat:
+            found[group] = depth
+            failures.append(replay_model(enc, solver.model(), states, sels, depth, group,
+                                         depth - at))
+        return True
+
     saved = _catch_sigint(sigint)
     try:
         for k in range(max_depth + 1):
             t0 = time.perf_counter()
-            if k > 0:
+            pending = [(g, bad, extra) for g, (bad, extra) in system.groups.items()
+                       if g not in found and k - extra >= 0 and not z3.is_false(bad)]
+            # NOTE(bmc-last-step): a failing step (a model error, a coherence violation) of
+            # depth k is a property of s(k-1) alone: it is checked before the step to s(k)
+            # is asserted, since that step must succeed and a state whose only moves fail
+            # has none (checked after it, such failures went unseen).
+            go = all(check(g, bad, k - 1, k) for g, bad, extra in pending if extra == 1)
+            if go and k > 0:
                 sels.append(ivar(f"sel{k - 1}"))
                 states.append(lay.fresh(f"s{k}"))
                 solver.add(system.at(system.trans, states[k - 1], states[k], sels[k - 1]))
                 solver.add(system.at(system.assumed, states[k]))
-            for group, (bad, extra) in system.groups.items():
-                if group in found or k - extra < 0 or z3.is_false(bad):
-                    continue
-                lit = z3.Bool(f"bad|{group_key(group)}|{k}")
-                solver.add(z3.Implies(lit, system.at(bad, states[k - extra])))
-                if timeout is not None:
-                    left = timeout - (time.perf_counter() - start)
-                    if left <= 0:
-                        verdict, reason = "unknown", f"--timeout {timeout:g} s reached"
-                        break
-                    solver.set("timeout", max(1, int(left * 1000)))
-                if rlimit_total is not None:
-                    if used >= rlimit_total:
-                        verdict, reason = "unknown", f"resource budget of {rlimit_total} reached"
-                        break
-                    solver.set("rlimit", min(rlimit or rlimit_total, rlimit_total - used))
-                if sigint:
-                    verdict, reason = "unknown", interrupted(sigint[0])
-                    break
-                before = _resources(solver)
-                safe_point()
-                answer = solver.check(lit)
-                used += max(0, _resources(solver) - before)
-                if answer == z3.unknown:
-                    verdict, reason = "unknown", f"Z3 answered unknown ({solver.reason_unknown()})"
-                    break
-                if answer == z3.sat:
-                    found[group] = k
-                    failures.append(
-                        replay_model(enc, solver.model(), states, sels, k, group, extra))
+            go = go and all(check(g, bad, k, k) for g, bad, extra in pending if extra == 0)
             t1 = time.perf_counter()
-            if verdict == "unknown":
+            if not go:
                 break
             stat = DepthStat(k, t1 - t0, t1 - start)
             depths.append(stat)

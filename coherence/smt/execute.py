@@ -341,18 +341,36 @@ class Exec:
         return arithmetic(op, a, b)
 
     def quant(self, e: ir.Quant, c: Any) -> Any:
-        forall = e.kind == "forall"
         saved = self.locals.get(e.var)
-        decided: list[Any] = []  # values so far, as truths
+        instances: list[tuple[Any, Any]] = []
         for v in ir.domain(e.var_type):
             self.locals[e.var] = num(v)
-            cv = all_of([c, *(d if forall else z3.Not(d) for d in decided)])
-            decided.append(truth(self.expr(e.body, cv)))
+            instances.append(self.instance(e.body, c))
         if saved is None:
             self.locals.pop(e.var, None)
         else:
             self.locals[e.var] = saved
-        return b2i(all_of(decided) if forall else any_of(decided))
+        return self.decide(e.kind == "forall", instances)
+
+    def instance(self, body: ir.Expr, c: Any) -> tuple[Any, Any]:
+        """One instance of a quantifier's body under ``c``: (truth, error condition). Its
+        errors are taken off ``errs``: ``decide`` puts back what the quantifier raises."""
+        mark = len(self.errs)
+        t = truth(self.expr(body, c))
+        err = any_of(self.errs[mark:])
+        del self.errs[mark:]
+        return t, err
+
+    def decide(self, forall: bool, instances: list[tuple[Any, Any]]) -> Any:
+        """NOTE(quantifier-errors): an error-free instance that decides the quantifier decides
+        it; otherwise any instance's error is the quantifier's."""
+        decided = any_of([all_of([TRUE if z3.is_false(err) else z3.Not(err),
+                                  z3.Not(t) if forall else t]) for t, err in instances])
+        errs = [err for _t, err in instances if not z3.is_false(err)]
+        if errs:
+            self.errs.append(z3.And(any_of(errs), z3.Not(decided)))
+        truths = [t for t, _err in instances]
+        return b2i(all_of(truths) if forall else any_of(truths))
 
     def count(self, e: ir.Count, c: Any) -> Any:
         """``Semantics``' count: the body is evaluated for every value (no short cut, so each
@@ -396,16 +414,16 @@ class Exec:
     def msg_quant(self, e: ir.MsgQuant, c: Any) -> Any:
         forall = e.kind == "forall"
         saved = self.locals.get(e.var)
-        parts = []
+        instances = []
         for present, binding in self.messages(e.message):
             self.locals[e.var] = binding
-            body = truth(self.expr(e.body, all_of([c, present])))
-            parts.append(z3.Implies(present, body) if forall else z3.And(present, body))
+            t, err = self.instance(e.body, all_of([c, present]))
+            instances.append((z3.Implies(present, t) if forall else z3.And(present, t), err))
         if saved is None:
             self.locals.pop(e.var, None)
         else:
             self.locals[e.var] = saved
-        return b2i(all_of(parts) if forall else any_of(parts))
+        return self.decide(forall, instances)
 
     # ------------------------------------------------------------ statements
 
@@ -565,12 +583,13 @@ class Exec:
         net_i = self.enc.net_index[self.enc.model.messages[t].network]
         net = self.enc.model.networks[net_i]
         src = self.agent if self.agent is not None else self.n
-        if self.hier:  # NOTE(z3-hierarchy): the semantics' range check of each field
-            self.field_ranges(t, fields)
-            self.refresh()
-            pc = self.pc
-            if z3.is_false(pc):
-                return
+        # the semantics' range check of each field (flat specs too: a field computed by
+        # arithmetic, ``size(s) - 1``, can leave its range)
+        self.field_ranges(t, fields)
+        self.refresh()
+        pc = self.pc
+        if z3.is_false(pc):
+            return
         fields = fields + [num(0)] * (self.enc.layout.max_fields - len(fields))
         if net.ordering is ir.Ordering.BUS:
             self.deliver_now(t, fields, src, dst, span)

@@ -33,6 +33,7 @@ import z3
 from coherence import ir
 from coherence.errors import NO_SPAN, Span, SpecError
 from coherence.results import Failure
+from coherence.semantics import range_of
 from coherence.smt.execute import TRUE, Exec, all_of, any_of, arithmetic, b2i, truth
 from coherence.smt.nodes import HOME, NODE, UNDEF_N, is_agent
 from coherence.smt.param_count import (
@@ -48,7 +49,7 @@ from coherence.smt.param_count import (
     scaled_ranges,
     to_int,
 )
-from coherence.smt.state import WIDTH, Unsupported, ivar, num
+from coherence.smt.state import UNDEF_BV, WIDTH, Unsupported, ivar, num
 from coherence.smt.tables import ModelTables
 from coherence.smt.z3_owner import owns_z3, safe_point
 
@@ -698,13 +699,17 @@ class PExec(Exec):
         """The fields whose range moves with the number of agents as integers, each checked
         against its range as ``Semantics.deliver`` does (NOTE(param-count))."""
         ranges = self.enc.ranges
-        if not ranges:
-            return fields
         out = []
         for f, v in zip(self.enc.model.messages[t].fields, fields, strict=False):
             if f.span in ranges:
                 v = to_int(v)
                 self.error(self.pc, z3.And(v != UNDEF_INT, z3.Not(in_range(v, ranges[f.span]))))
+            elif (rng := range_of(f.type)) is not None and is_int(v):
+                # a count sent in a field of fixed range: checked, then the field's bit-vector
+                self.error(self.pc, z3.And(v != UNDEF_INT, z3.Or(v < rng[0], v > rng[1])))
+                v = z3.If(v == UNDEF_INT, num(UNDEF_BV), z3.Int2BV(v, WIDTH))
+            elif rng is not None and z3.is_bv(v):  # ``Semantics.deliver``'s check
+                self.error(self.pc, z3.And(v != num(UNDEF_BV), z3.Or(v < rng[0], v > rng[1])))
             out.append(v)
         return out
 

@@ -7,6 +7,10 @@ check the reference makes (``_check``, agent indices, array flags, ranges) becom
 action raises decides its failure key. (Python evaluates ``x[i] = v`` as ``v`` first, then
 ``x`` and ``i``: an assignment to a cache variable checks the value before the agent index.)
 
+Inside a quantifier or ``count`` an error does not return: it is deferred to the end of
+the quantifier, which reports the least one only when no instance decides the result
+(NOTE(quantifier-errors) in ``coherence.semantics``; ``ErrorScope``).
+
 One deliberate difference: an array index outside the array's index type (possible only with
 arithmetic, ``a[i + 1]``) is the model error "index" here; the reference indexes a Python
 tuple with it (an IndexError, or a wrapped negative index), which is no behaviour to copy.
@@ -23,9 +27,19 @@ from collections.abc import Callable
 from coherence import ir
 from coherence.engines.cgen.cmodel import CModel, CodegenError, Shape
 from coherence.errors import Span
-from coherence.semantics import BUS_NESTING_LIMIT
+from coherence.semantics import BUS_NESTING_LIMIT, error_rank
 
 BusRequest = Callable[[int, int], str]  # (message type, depth) -> C function name
+
+
+class ErrorScope:
+    """A quantifier or ``count`` being emitted: its errors go to ``rank`` and ``key`` (the
+    least so far) and jump to ``label``, the end of the instance (NOTE(quantifier-errors))."""
+
+    def __init__(self, rank: str, key: str) -> None:
+        self.rank = rank
+        self.key = key
+        self.label = ""
 
 
 class Frame:
@@ -44,6 +58,7 @@ class Frame:
         self.ind = 1
         self.ntmp = 0
         self.msgvars: dict[str, str] = {}  # message quantifier variable -> C prefix
+        self.scopes: list[ErrorScope] = []  # the quantifiers being emitted, innermost last
         for i, p in enumerate(params):
             self.emit(f"const int L_{p.name} = pr[{i}];")
 
@@ -62,9 +77,48 @@ class Frame:
         return t
 
     def fail(self, code: str, span: Span) -> str:
+        """The C statement that raises this model error here."""
+        return self.raise_error(f"{error_rank(code, span)}LL",
+                                str(self.cm.key(("error", code, str(span)))))
+
+    def raise_error(self, rank: str, key: str) -> str:
+        """Outside quantifiers, returns the error (an invariant's is 2: it has one error key);
+        inside one, keeps it if it is the least so far and ends the instance."""
+        if self.scopes:
+            s = self.scopes[-1]
+            if self.kind == "inv":  # one error key: any error will do
+                return f"{{ {s.rank} = 0; goto {s.label}; }}"
+            return f"{{ CO_KEEP({s.rank}, {s.key}, {rank}, {key}); goto {s.label}; }}"
         if self.kind == "inv":
             return "return 2;"
-        return f"return CO_E({self.cm.key(('error', code, str(span)))});"
+        return f"return CO_E({key});"
+
+    def open_scope(self) -> ErrorScope:
+        n = self.ntmp = self.ntmp + 1
+        self.emit(f"long long q{n}_rank = CO_NO_ERROR; int q{n}_key = 0; (void)q{n}_key;")
+        scope = ErrorScope(f"q{n}_rank", f"q{n}_key")
+        self.scopes.append(scope)
+        return scope
+
+    def instance(self, scope: ErrorScope, body: Callable[[], str]) -> str:
+        """Emits one instance of a quantifier in braces, so that its errors' jump to the
+        label after them skips no declaration still in scope (C++ forbids that; CUDA is
+        C++), and returns the statement that ``body`` returned, to run inside the braces."""
+        self.ntmp += 1
+        scope.label = f"q_end{self.ntmp}"
+        self.open("")
+        last = body()
+        self.emit(last)
+        self.close()
+        self.emit(f"{scope.label}: ;")
+        return last
+
+    def close_scope(self, scope: ErrorScope) -> None:
+        """After the loop: the least deferred error is raised (in the enclosing scope, if
+        any) unless an instance decided the result (which clears it)."""
+        assert self.scopes.pop() is scope
+        self.emit(f"if ({scope.rank} != CO_NO_ERROR) "
+                  f"{self.raise_error(scope.rank, scope.key)}")
 
     def check(self, v: str, span: Span) -> None:
         self.emit(f"if ({v} == CO_UNDEF) {self.fail('undefined', span)}")
@@ -185,20 +239,24 @@ class Frame:
             forall = int(e.kind == "forall")
             r = self.let(str(forall))
             dom = ir.domain(e.var_type)
+            scope = self.open_scope()
             self.open(f"for (int L_{e.var} = {dom.start}; L_{e.var} < {dom.stop}; "
                       f"L_{e.var}++)")
-            b = self.ex(e.body)
-            self.emit(f"if (({b} != 0) != {forall}) {{ {r} = {1 - forall}; break; }}")
+            self.instance(scope, lambda: (
+                f"if (({self.ex(e.body)} != 0) != {forall}) "
+                f"{{ {r} = {1 - forall}; {scope.rank} = CO_NO_ERROR; break; }}"))
             self.close()
+            self.close_scope(scope)
             return r
         if isinstance(e, ir.Count):
             r = self.let("0")
             dom = ir.domain(e.var_type)
+            scope = self.open_scope()
             self.open(f"for (int L_{e.var} = {dom.start}; L_{e.var} < {dom.stop}; "
                       f"L_{e.var}++)")
-            b = self.ex(e.body)
-            self.emit(f"if ({b} != 0) {r}++;")
+            self.instance(scope, lambda: f"if ({self.ex(e.body)} != 0) {r}++;")
             self.close()
+            self.close_scope(scope)
             return r
         if isinstance(e, ir.InFlight):
             d = self.ex(e.dst) if e.dst is not None else None
@@ -210,13 +268,19 @@ class Frame:
         if isinstance(e, ir.MsgQuant):
             forall = int(e.kind == "forall")
             r = self.let(str(forall))
+            scope = self.open_scope()
 
             def body(pre: str) -> str:
-                self.msgvars[e.var] = pre
-                b = self.ex(e.body)
-                del self.msgvars[e.var]
-                return f"if (({b} != 0) != {forall}) {{ {r} = {1 - forall}; {pre}_stop = 1; }}"
+                def decide() -> str:
+                    self.msgvars[e.var] = pre
+                    b = self.ex(e.body)
+                    del self.msgvars[e.var]
+                    return (f"if (({b} != 0) != {forall}) {{ {r} = {1 - forall}; "
+                            f"{scope.rank} = CO_NO_ERROR; {pre}_stop = 1; }}")
+                self.instance(scope, decide)
+                return ""
             self._messages(e.message, r, body)
+            self.close_scope(scope)
             return r
         if isinstance(e, ir.MsgVarAttr):
             pre = self.msgvars[e.var]
@@ -267,7 +331,8 @@ class Frame:
                       f"!= {tc}) continue;")
             self.emit(f"const int {pre}_src = (int)(({pre}_code >> {low + nb}) & {nmask});")
             self.emit(f"const int {pre}_dst = (int)(({pre}_code >> {low}) & {nmask});")
-            self.emit(body(pre))
+            if stmt := body(pre):
+                self.emit(stmt)
             self.close()
             return
         for (line, src, dst), q in zip(lay.pairs, info.queues, strict=True):
@@ -278,7 +343,8 @@ class Frame:
             self.emit(f"if ((int)({pre}_code >> {lay.union_bits}) != {tc}) continue;")
             self.emit(f"const int {pre}_src = {src};")
             self.emit(f"const int {pre}_dst = {dst};")
-            self.emit(body(pre))
+            if stmt := body(pre):
+                self.emit(stmt)
             self.close()
             self.close()
 

@@ -123,6 +123,9 @@ class _Gen:
 #define CO_DEC(c, lo) ((c) ? (int)(c) - 1 + (lo) : CO_UNDEF)
 #define CO_ENC(v, lo) ((v) == CO_UNDEF ? 0 : (v) - (lo) + 1)
 #define CO_E(k) ((k) + 2)
+/* A quantifier's deferred error (NOTE(quantifier-errors)): none yet, or keep the least. */
+#define CO_NO_ERROR 0x7fffffffffffffffLL
+#define CO_KEEP(qr, qk, r, k) do {{ if ((r) < (qr)) {{ (qr) = (r); (qk) = (k); }} }} while (0)
 typedef {cm.vtype} CO_VT;
 typedef {cm.rtype} CO_RT;
 typedef struct {{ uint64_t w[CO_WORDS]; }} co_state;
