@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+import quantifier_specs
 
 from coherence import ir, load_spec
 from coherence.engines.compiled import CompiledEngine
@@ -16,6 +17,7 @@ from coherence.engines.driver import run
 from coherence.engines.gpu import GpuEngine
 from coherence.mutants import find_mutants, parse_header
 from coherence.results import CheckOptions, CheckResult
+from coherence.spec.load import load_spec_text
 from coherence.spec.select import drop_properties
 
 pytestmark = [
@@ -101,3 +103,14 @@ def test_hierarchical_spec_on_the_command_line() -> None:
     report = json.loads(out.stdout)
     assert (report["engine"], report["verdict"], report["stats"]["states"]) == (
         "gpu", "holds", 542)
+
+
+@pytest.mark.parametrize("name", sorted(quantifier_specs.EXPECTED))
+@pytest.mark.parametrize("symmetry", [True, False], ids=["sym", "nosym"])
+def test_quantifier_errors_do_not_depend_on_agent_order(name: str, symmetry: bool) -> None:
+    """NOTE(quantifier-errors) on the GPU: the CUDA kernels defer a quantifier's errors as the
+    reference does (the expected failures are written out in tests/quantifier_specs.py)."""
+    text, expected = quantifier_specs.EXPECTED[name]
+    gpu = run(GpuEngine(), load_spec_text(text), CheckOptions(symmetry=symmetry))
+    assert gpu.engine == "gpu" and gpu.stopped is None
+    assert {f.key: f.length for f in gpu.failures} == expected

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import quantifier_specs
 from helpers import ROOT
 from hypothesis import HealthCheck, assume, given, note, settings
 from strategies import loaded_specs
@@ -27,6 +28,7 @@ from coherence.engines.gpu.source import kernel_source
 from coherence.layout import Layout
 from coherence.mutants import find_mutants, parse_header
 from coherence.results import CheckOptions, CheckResult
+from coherence.spec.load import load_spec_text
 from coherence.spec.select import drop_properties
 
 needs_compilers = pytest.mark.skipif(
@@ -181,3 +183,18 @@ def test_random_specs_match_the_compiled_engine(spec: tuple[str, ir.Model],
             compiled = run(CompiledEngine(), spec[1], options)
             assume(compiled.stopped is None)
             assert summary(run(GpuEngine("host"), spec[1], options)) == summary(compiled)
+
+
+@needs_compilers
+@pytest.mark.parametrize("name", sorted(quantifier_specs.EXPECTED))
+@pytest.mark.parametrize("symmetry", [True, False], ids=["sym", "nosym"])
+def test_host_kernels_defer_quantifier_errors(name: str, symmetry: bool,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """NOTE(quantifier-errors) in the CUDA kernels (host build): the failures written out in
+    tests/quantifier_specs.py, with and without symmetry."""
+    monkeypatch.setenv("COHERENCE_CFLAGS", "-O0")
+    text, expected = quantifier_specs.EXPECTED[name]
+    gpu, compiled = both(load_spec_text(text), CheckOptions(symmetry=symmetry, threads=2))
+    assert gpu.engine == "gpu"
+    assert {f.key: f.length for f in gpu.failures} == expected
+    assert summary(gpu) == summary(compiled)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import pytest
 from helpers import assert_agree
+from quantifier_specs import COUNT, GUARD, INVARIANT, LEAST, MESSAGES, ORDERS, span_of
 
 from coherence.engines import check
 from coherence.engines.compiled.build import CompilerNotFound, find_compiler
@@ -51,36 +52,6 @@ def run(model: Model, engine: str, symmetry: bool) -> dict[tuple[str, ...], int]
     return lengths(result)
 
 
-def span_of(text: str, needle: str) -> str:
-    """``file:line:col`` of the first ``needle`` in ``text`` (1-based, as spans are)."""
-    at = text.index(needle)
-    line = text.count("\n", 0, at) + 1
-    col = at - (text.rfind("\n", 0, at) + 1) + 1
-    return f"<spec>:{line}:{col}"
-
-
-# who := self on Go. `named` needs both instances of `a` to read a defined `who`: with one
-# agent gone, the state has a false instance (a = the one that went, b = the other) and an
-# erring one (a = the one that did not). The false one decides: a violation after 1 step,
-# whichever agent went. (The old rule: an error when agent 0 had not gone, so with symmetry
-# the first violation came at 2 steps.)
-INVARIANT = """param agents = 2;
-network net: fifo, capacity = 1;
-message M on net;
-event Go;
-home machine H {
-  stable state R;
-  init R;
-  on M in R { }
-}
-cache machine C {
-  stable state S;
-  init S;
-  var who: agent = undefined;
-  on Go { who := self; }
-}
-invariant named: forall a: agent, b: agent :: (C[a].who == b);
-"""
 
 
 @pytest.mark.parametrize("symmetry", [False, True])
@@ -90,30 +61,6 @@ def test_a_false_instance_decides_over_an_erring_one(engine: str, symmetry: bool
     assert run(model, engine, symmetry) == {("error", "named"): 0, ("invariant", "named"): 1}
 
 
-# A guard: Home may Fire when some cache has gone to G and names itself. Skip (to K, naming
-# nobody) is only possible once another cache is in G, so every state where an instance errs
-# (a cache in K) also has a true one (the cache in G): the guard never errs, and Fire breaks
-# `quiet` at 2 steps (Go, Fire). (The old rule made it an error when the cache in K was
-# agent 0: an error key at 3 steps, Go, Skip, Fire, without symmetry.)
-GUARD = """param agents = 2;
-network net: fifo, capacity = 1;
-message M on net;
-event Go;
-cache machine C {
-  stable state S, G, K;
-  init S;
-  var who: agent = undefined;
-  on Go in S { who := self; goto G; }
-  rule Skip in S when exists b: agent :: C[b].state == G { goto K; }
-}
-home machine H {
-  stable state R, Done;
-  init R;
-  rule Fire in R when exists a: agent :: (C[a].state != S && C[a].who == a) { goto Done; }
-  on M in R { }
-}
-invariant quiet: H.state == R;
-"""
 
 
 @pytest.mark.parametrize("symmetry", [False, True])
@@ -124,34 +71,6 @@ def test_a_true_instance_enables_a_guard_another_instance_errs_in(engine: str,
     assert run(model, engine, symmetry) == {("invariant", "quiet"): 2}
 
 
-# Two instances, two errors at two places. Look's guard reaches its last conjunct only when
-# one cache is in P and the other in Q; there the cache in P reads `u` and the one in Q reads
-# `w`, both undefined. The error is the read that comes first in the text, whichever agent
-# is in P: one failure key at 3 steps (Go, Hop, Look). (The old rule reported agent 0's, so
-# both keys came up without symmetry.)
-LEAST = """param agents = 2;
-network net: fifo, capacity = 1;
-message M on net;
-event Go;
-event Hop;
-cache machine C {
-  stable state S, P, Q;
-  init S;
-  var u: agent = undefined;
-  var w: agent = undefined;
-  on Go in S { goto P; }
-  on Hop in S { goto Q; }
-}
-home machine H {
-  stable state R;
-  init R;
-  rule Look in R when (exists b: agent :: C[b].state == P) && (exists b: agent :: C[b].state == Q)
-    && (exists a: agent :: (BRANCHES)) { }
-  on M in R { }
-}
-"""
-ORDERS = {"u-first": "if C[a].state == P then C[a].u == a else C[a].w == a",
-          "w-first": "if C[a].state == Q then C[a].w == a else C[a].u == a"}
 
 
 @pytest.mark.parametrize("order", ORDERS)
@@ -164,7 +83,6 @@ def test_the_least_error_is_reported_in_either_order(engine: str, order: str) ->
         assert run(model, engine, symmetry) == {("error", "undefined", span_of(text, first)): 3}
 
 
-COUNT = LEAST.replace("(exists a: agent :: (BRANCHES))", "count(a: agent :: BRANCHES) > 0")
 
 
 @pytest.mark.parametrize("order", ORDERS)
@@ -176,22 +94,6 @@ def test_count_reports_the_least_error_of_all_instances(engine: str, order: str)
         ("error", "undefined", span_of(text, first)): 3}
 
 
-# Messages: Blank sends a Req without a value, then Ask (only after Blank) sends Req(1).
-# With both in flight, `forall m: Req :: m.v == 2` has an erring instance and a false one:
-# a violation at 2 steps, whatever order the network lists them in. A lone blank Req is
-# the invariant's error at 1 step.
-MESSAGES = """param agents = 2;
-message Req(v: int[0..3]);
-network net: unordered, capacity = 2;
-home machine H { stable state R; init R; on Req { } }
-cache machine C {
-  stable state I, B, A;
-  init I;
-  rule Blank in I { send Req(undefined) to home; goto B; }
-  rule Ask in B { send Req(1) to home; goto A; }
-}
-invariant two: forall m: Req :: m.v == 2;
-"""
 
 
 @pytest.mark.parametrize("symmetry", [False, True])
