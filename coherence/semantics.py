@@ -1337,6 +1337,18 @@ def param_values(tr: ir.Transition) -> list[tuple[int, ...]]:
     return combos
 
 
+def fits(inner: ir.Type, outer: ir.Type) -> bool:
+    """Every value of type ``inner`` is in ``outer``'s range, so a range check of one can
+    never fail (the Z3 encoders leave it out: a check that cannot fail still costs a
+    proof its conditions)."""
+    outer_range = range_of(outer)
+    if outer_range is None:
+        return True
+    inner_range = range_of(inner)
+    return inner_range is not None and outer_range[0] <= inner_range[0] \
+        and inner_range[1] <= outer_range[1]
+
+
 def range_of(t: ir.Type) -> tuple[int, int] | None:
     """The values an assignment to a variable of type ``t`` may store (checked at run time,
     "range" errors); None when every value of the type fits by construction."""

@@ -290,8 +290,10 @@ def test_stats_have_the_counts_and_phases_the_bench_prints(
     assert sum(sec[p] for p in phases) <= sec["total"] + 0.01  # rounded to ms each
 
 
-# which protocols' Houdini drops candidates (so runs NOTE(houdini-forward)'s searches)
-DROPS = {"german": False, "broadcast_invalidate_acked": False, "sharer_counter": True}
+# which protocols' Houdini drops candidates (so runs NOTE(houdini-forward)'s searches) with
+# these budgets. sharer_counter's did until quantifiers stopped depending on agent order
+# (NOTE(quantifier-errors)); tests/test_houdini_finite.py tests the searches themselves.
+DROPS = {"german": False, "broadcast_invalidate_acked": False, "sharer_counter": False}
 
 
 @ONE_RUN

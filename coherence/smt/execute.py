@@ -25,7 +25,7 @@ import z3
 
 from coherence import ir
 from coherence.errors import Span
-from coherence.semantics import BUS_NESTING_LIMIT, range_of
+from coherence.semantics import BUS_NESTING_LIMIT, fits, range_of
 from coherence.smt.state import (
     UNDEF_BV,
     ArrV,
@@ -98,6 +98,8 @@ def any_of(xs: list[Any]) -> Any:
 
 class Exec:
     """The symbolic ``_Env`` of one step: a copy of the state plus the path bookkeeping."""
+
+    fitting: tuple[bool, ...] = ()  # the send being delivered: see ``fitting_args``
 
     hier = False  # NOTE(z3-hierarchy); subclasses that build their own state keep False
 
@@ -459,9 +461,12 @@ class Exec:
                 args = [self.expr(a, pc) for a in s.args]
                 d = self.check(self.expr(s.dst, pc), pc)
                 self.refresh()
+                self.fitting = self.fitting_args(s.message, s.args)
                 self.deliver(self.enc.msg_index[s.message], args, d, s.span)
+                self.fitting = ()
             case ir.Broadcast():
                 args = [self.expr(a, pc) for a in s.args]
+                self.fitting = self.fitting_args(s.message, s.args)
                 skip = self.expr(s.exclude, pc) if s.exclude is not None else None
                 for a in range(self.n):
                     self.refresh()
@@ -472,6 +477,7 @@ class Exec:
                         self.refresh()
                         self.deliver(self.enc.msg_index[s.message], args, num(a), s.span)
                         self.path.pop()
+                self.fitting = ()
             case ir.Goto():
                 machine = self.current_machine()
                 self.goto = z3.If(pc, num(machine.state_index(s.state)), self.goto)
@@ -647,11 +653,20 @@ class Exec:
             s.fields = [ite(here, f, g) for f, g in zip(fields, s.fields, strict=True)]
         self.error(self.pc, z3.Not(any_of(hit)))
 
+    def fitting_args(self, message: str, args: tuple[ir.Expr, ...]) -> tuple[bool, ...]:
+        """Which of a send's arguments fit their field's range by their type (``fits``):
+        ``field_ranges`` leaves those out. Set in ``fitting`` for the one ``deliver`` call
+        of that send; every other delivery (empty ``fitting``) checks every field."""
+        fields = self.enc.model.message(message).fields
+        return tuple(fits(a.type, f.type) for a, f in zip(args, fields, strict=True))
+
     def field_ranges(self, t: int, fields: list[Any]) -> None:
         """``Semantics.deliver``: a field value outside its type's range is a model error."""
-        for f, v in zip(self.enc.model.messages[t].fields, fields, strict=True):
+        fitting = self.fitting
+        for k, (f, v) in enumerate(zip(self.enc.model.messages[t].fields, fields,
+                                       strict=True)):
             rng = range_of(f.type)
-            if rng is None or isinstance(v, (SetV, ArrV)):
+            if rng is None or isinstance(v, (SetV, ArrV)) or (k < len(fitting) and fitting[k]):
                 continue
             self.error(self.pc, z3.And(v != UNDEF_BV, z3.Or(v < rng[0], v > rng[1])))
 

@@ -700,7 +700,9 @@ class PExec(Exec):
         against its range as ``Semantics.deliver`` does (NOTE(param-count))."""
         ranges = self.enc.ranges
         out = []
-        for f, v in zip(self.enc.model.messages[t].fields, fields, strict=False):
+        fitting = self.fitting
+        for k, (f, v) in enumerate(zip(self.enc.model.messages[t].fields, fields,
+                                       strict=False)):
             if f.span in ranges:
                 v = to_int(v)
                 self.error(self.pc, z3.And(v != UNDEF_INT, z3.Not(in_range(v, ranges[f.span]))))
@@ -708,7 +710,8 @@ class PExec(Exec):
                 # a count sent in a field of fixed range: checked, then the field's bit-vector
                 self.error(self.pc, z3.And(v != UNDEF_INT, z3.Or(v < rng[0], v > rng[1])))
                 v = z3.If(v == UNDEF_INT, num(UNDEF_BV), z3.Int2BV(v, WIDTH))
-            elif rng is not None and z3.is_bv(v):  # ``Semantics.deliver``'s check
+            elif rng is not None and z3.is_bv(v) and not (k < len(fitting) and fitting[k]):
+                # ``Semantics.deliver``'s check (a bit-vector's range does not move with N)
                 self.error(self.pc, z3.And(v != num(UNDEF_BV), z3.Or(v < rng[0], v > rng[1])))
             out.append(v)
         return out
