@@ -223,10 +223,11 @@ def failure_kind(key: tuple[str, ...]) -> str:
 def test_random_specs_fail_in_every_way() -> None:
     """The random specs exercise the engines' error paths: model errors (out of range,
     undefined reads and destinations, failed asserts, bus nesting), no-transition, deadlock
-    and invariants (drawn deterministically: ``derandomize``)."""
+    and invariants (drawn deterministically: ``derandomize``). 600 draws: with Hypothesis
+    6.155, bus nesting first comes at draw 445 (200 draws stopped finding it)."""
     seen: set[str] = set()
 
-    @settings(max_examples=200, phases=[Phase.generate], database=None, deadline=None,
+    @settings(max_examples=600, phases=[Phase.generate], database=None, deadline=None,
               derandomize=True, suppress_health_check=list(HealthCheck))
     @given(loaded_specs())
     def collect(spec: tuple[str, Model]) -> None:
