@@ -99,8 +99,6 @@ def any_of(xs: list[Any]) -> Any:
 class Exec:
     """The symbolic ``_Env`` of one step: a copy of the state plus the path bookkeeping."""
 
-    fitting: tuple[bool, ...] = ()  # the send being delivered: see ``fitting_args``
-
     hier = False  # NOTE(z3-hierarchy); subclasses that build their own state keep False
 
     def __init__(self, enc: Any, state: SymState, line: int) -> None:
@@ -461,23 +459,23 @@ class Exec:
                 args = [self.expr(a, pc) for a in s.args]
                 d = self.check(self.expr(s.dst, pc), pc)
                 self.refresh()
-                self.fitting = self.fitting_args(s.message, s.args)
-                self.deliver(self.enc.msg_index[s.message], args, d, s.span)
-                self.fitting = ()
+                self.deliver(self.enc.msg_index[s.message], args, d, s.span,
+                             self.fitting_args(s.message, s.args))
             case ir.Broadcast():
                 args = [self.expr(a, pc) for a in s.args]
-                self.fitting = self.fitting_args(s.message, s.args)
+                fitting = self.fitting_args(s.message, s.args)
                 skip = self.expr(s.exclude, pc) if s.exclude is not None else None
                 for a in range(self.n):
                     self.refresh()
                     if skip is None:
-                        self.deliver(self.enc.msg_index[s.message], args, num(a), s.span)
+                        self.deliver(self.enc.msg_index[s.message], args, num(a), s.span,
+                                     fitting)
                     else:
                         self.path.append(skip != a)
                         self.refresh()
-                        self.deliver(self.enc.msg_index[s.message], args, num(a), s.span)
+                        self.deliver(self.enc.msg_index[s.message], args, num(a), s.span,
+                                     fitting)
                         self.path.pop()
-                self.fitting = ()
             case ir.Goto():
                 machine = self.current_machine()
                 self.goto = z3.If(pc, num(machine.state_index(s.state)), self.goto)
@@ -582,7 +580,10 @@ class Exec:
 
     # ------------------------------------------------------------ networks
 
-    def deliver(self, t: int, fields: list[Any], dst: Any, span: Span) -> None:
+    def deliver(self, t: int, fields: list[Any], dst: Any, span: Span,
+                fitting: tuple[bool, ...] = ()) -> None:
+        """Sends message type ``t``; ``fitting``: the fields whose range check cannot fail
+        (``fitting_args``)."""
         pc = self.pc
         if z3.is_false(pc):
             return
@@ -591,7 +592,7 @@ class Exec:
         src = self.agent if self.agent is not None else self.n
         # the semantics' range check of each field (flat specs too: a field computed by
         # arithmetic, ``size(s) - 1``, can leave its range)
-        self.field_ranges(t, fields)
+        self.field_ranges(t, fields, fitting)
         self.refresh()
         pc = self.pc
         if z3.is_false(pc):
@@ -655,14 +656,13 @@ class Exec:
 
     def fitting_args(self, message: str, args: tuple[ir.Expr, ...]) -> tuple[bool, ...]:
         """Which of a send's arguments fit their field's range by their type (``fits``):
-        ``field_ranges`` leaves those out. Set in ``fitting`` for the one ``deliver`` call
-        of that send; every other delivery (empty ``fitting``) checks every field."""
+        ``field_ranges`` leaves those out (a delivery without them checks every field)."""
         fields = self.enc.model.message(message).fields
         return tuple(fits(a.type, f.type) for a, f in zip(args, fields, strict=True))
 
-    def field_ranges(self, t: int, fields: list[Any]) -> None:
-        """``Semantics.deliver``: a field value outside its type's range is a model error."""
-        fitting = self.fitting
+    def field_ranges(self, t: int, fields: list[Any], fitting: tuple[bool, ...] = ()) -> None:
+        """``Semantics.deliver``: a field value outside its type's range is a model error
+        (but for the ``fitting`` ones)."""
         for k, (f, v) in enumerate(zip(self.enc.model.messages[t].fields, fields,
                                        strict=True)):
             rng = range_of(f.type)

@@ -665,7 +665,8 @@ class PExec(Exec):
                 return ranges.get(v.span)
         return None
 
-    def deliver(self, t: int, fields: list[Any], dst: Any, span: Span) -> None:
+    def deliver(self, t: int, fields: list[Any], dst: Any, span: Span,
+                fitting: tuple[bool, ...] = ()) -> None:
         pc = self.pc
         if self.captured is not None:  # in a ``for`` over the agents: see for_agents
             self.captured.append((t, fields, dst, pc))
@@ -673,7 +674,7 @@ class PExec(Exec):
         net_i = self.enc.net_index[self.enc.model.messages[t].network]
         src = self.agent if self.agent is not None else HOME
         net = self.nets[net_i]
-        fields = self.scaled_fields(t, fields)
+        fields = self.scaled_fields(t, fields, fitting)
         if isinstance(net, UNet):
             old = net.present[t]
             self.dups.append(z3.And(pc, old[src, dst]))
@@ -695,12 +696,13 @@ class PExec(Exec):
         self.blocks.append(z3.And(pc, c >= cap))
         self.nets[net_i] = (z3.If(pc, z3.Store(count, src, dst, c + 1), count), types, nfields)
 
-    def scaled_fields(self, t: int, fields: list[Any]) -> list[Any]:
+    def scaled_fields(self, t: int, fields: list[Any],
+                      fitting: tuple[bool, ...] = ()) -> list[Any]:
         """The fields whose range moves with the number of agents as integers, each checked
-        against its range as ``Semantics.deliver`` does (NOTE(param-count))."""
+        against its range as ``Semantics.deliver`` does (NOTE(param-count)); the others
+        checked too, but for the ``fitting`` ones (``Exec.fitting_args``)."""
         ranges = self.enc.ranges
         out = []
-        fitting = self.fitting
         for k, (f, v) in enumerate(zip(self.enc.model.messages[t].fields, fields,
                                        strict=False)):
             if f.span in ranges:

@@ -729,12 +729,14 @@ class HExec(PExec):
                 continue
             self.error(self.pc, z3.And(v != num(UNDEF), z3.Or(v < rng[0], v > rng[1])))
 
-    def deliver(self, t: int, fields: list[Any], dst: Any, span: Span) -> None:
+    def deliver(self, t: int, fields: list[Any], dst: Any, span: Span,
+                fitting: tuple[bool, ...] = ()) -> None:
         self.field_ranges(t, fields)
         self.refresh()
         if z3.is_false(self.pc):
             return
-        super().deliver(t, fields, dst, span)
+        # checked here already (sends captured in a ``for`` too): ``PExec`` need not again
+        super().deliver(t, fields, dst, span, tuple(True for _ in fields))
 
     def write(self, target: ir.Expr, value: Any, cond: Any) -> None:
         if not (isinstance(target, ir.MVar) and target.agent is not None):

@@ -100,18 +100,16 @@ class Frame:
         self.scopes.append(scope)
         return scope
 
-    def instance(self, scope: ErrorScope, body: Callable[[], str]) -> str:
-        """Emits one instance of a quantifier in braces, so that its errors' jump to the
-        label after them skips no declaration still in scope (C++ forbids that; CUDA is
-        C++), and returns the statement that ``body`` returned, to run inside the braces."""
+    def instance(self, scope: ErrorScope, body: Callable[[], str]) -> None:
+        """Emits one instance of a quantifier in braces: what ``body`` emits, then the
+        statement it returns. The braces make its errors' jump to the label after them skip
+        no declaration still in scope (C++ forbids that; CUDA is C++)."""
         self.ntmp += 1
         scope.label = f"q_end{self.ntmp}"
         self.open("")
-        last = body()
-        self.emit(last)
+        self.emit(body())
         self.close()
         self.emit(f"{scope.label}: ;")
-        return last
 
     def close_scope(self, scope: ErrorScope) -> None:
         """After the loop: the least deferred error is raised (in the enclosing scope, if
