@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from helpers import SPECS, assert_agree
+from quantifier_specs import LEAST, ORDERS
 
 from coherence.spec.load import load_spec, load_spec_text
 
@@ -79,34 +80,12 @@ def test_errors_and_no_transition_agree() -> None:
     assert set(groups) == {"error:error", "invariant:fine", "no-transition:*"}
 
 
-# Look errs (hv is undefined) once one cache is in P and the other in Q; no other move is
-# left there, so no state follows the failing step.
-LAST_STEP = """param agents = 2;
-network net: fifo, capacity = 1;
-message M on net;
-event Go;
-event Hop;
-cache machine C {
-  stable state S, P, Q;
-  init S;
-  on Go in S { goto P; }
-  on Hop in S { goto Q; }
-}
-home machine H {
-  stable state R;
-  init R;
-  var hv: int[0..1] = undefined;
-  rule Look in R when (exists b: agent :: C[b].state == P) && (exists c: agent :: C[c].state == Q)
-    && hv == 0 { }
-  on M in R { }
-}
-"""
-
-
 def test_a_failing_step_with_no_successor_is_found() -> None:
     """NOTE(bmc-last-step): the error of a step is checked on the state before it, not after
-    asserting a successful step from there (which a state whose only move errs lacks)."""
-    assert assert_agree(load_spec_text(LAST_STEP, "last.coh"), 4) == {"error:error": 3}
+    asserting a successful step from there (which a state whose only move errs lacks).
+    Look errs once one cache is in P and the other in Q, where nothing else can move."""
+    last_step = LEAST.replace("BRANCHES", ORDERS["u-first"])
+    assert assert_agree(load_spec_text(last_step, "last.coh"), 4) == {"error:error": 3}
 
 
 FIELD_RANGE = """param agents = 2;
