@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import attrs
 import pytest
+import z3
 from helpers import ROOT
 
 from coherence import ir
@@ -183,3 +184,52 @@ def test_houdini_on_a_solver_rebuilt_every_query_finds_an_inductive_set(
                                        explore_seconds=float("inf")))
     assert result.proof.verdict == "holds", (result.missing, result.proof.reason)
     assert result.stats["houdini"]["queries"] > 2 and result.lines
+
+
+def test_every_query_a_witness_answers_is_satisfiable(monkeypatch: pytest.MonkeyPatch) -> None:
+    # NOTE(houdini-witnesses): a witness only skips a query whose answer is sat; every one it
+    # answers is asked of Z3 as well here, and the minimised set is the one the queries give
+    from coherence.smt import infer_finite
+    from coherence.smt.infer import InferOptions, infer
+    answered: list[bool] = []
+    witness = infer_finite._Lazy._witness
+
+    def checked(self: infer_finite._Lazy, chosen: set[int], live_t: set[str]) -> bool:
+        found = witness(self, chosen, live_t)
+        if found:
+            answered.append(self._query(chosen, live_t) == z3.sat)
+        return found
+    monkeypatch.setattr(infer_finite._Lazy, "_witness", checked)
+    model = load_spec(ROOT / "tests" / "specs" / "infer" / "sharer_counter.coh")
+    result = infer(model, InferOptions(rlimit=20_000_000, final_rlimit=150_000_000,
+                                       explore_seconds=float("inf")))
+    assert result.proof.verdict == "holds", (result.missing, result.proof.reason)
+    assert answered and all(answered), answered
+    assert result.stats["houdini"]["witnessed"] == len(answered)
+
+
+def test_candidates_the_others_imply_are_dropped_before_minimising(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # each candidate the implication pass drops is implied, in every state of the instance,
+    # by the ones left and the targets: asked again of a solver that holds only those
+    from coherence.smt import infer_finite
+    from coherence.smt.infer import InferOptions, infer
+    checked: list[int] = []
+    implied = infer_finite._Lazy.implied
+
+    def verified(self: infer_finite._Lazy, chosen: set[int], live_t: set[str]) -> set[int]:
+        dropped = implied(self, chosen, live_t)
+        kept = chosen - dropped
+        for k in dropped:
+            s = z3.SolverFor("QF_BV")
+            s.add(*self.states, *[self.tind[t] for t in live_t],
+                  *[self.pre[j] for j in kept], z3.Not(self.pre[k]))
+            assert s.check() == z3.unsat, self.cands[k].text
+            checked.append(k)
+        return dropped
+    monkeypatch.setattr(infer_finite._Lazy, "implied", verified)
+    model = load_spec(ROOT / "tests" / "specs" / "infer" / "sharer_counter.coh")
+    result = infer(model, InferOptions(rlimit=20_000_000, final_rlimit=150_000_000,
+                                       explore_seconds=float("inf")))
+    assert result.proof.verdict == "holds", (result.missing, result.proof.reason)
+    assert checked and result.stats["houdini"]["implied"] == len(checked)

@@ -486,16 +486,19 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
     if not z3.is_false(twice):
         targets[ONE_PER_KIND] = (z3.BoolVal(False), pre(twice))
     tind = {t: z3.Bool(f"target_{k}") for k, t in enumerate(targets)}
+    # what a pre-state satisfies without the transition: the minimisation's implication
+    # pass (``_Lazy.implied``) needs only these
     base = [pre(system.domain), pre(system.assumed), pre(system.trans),
             *fifo_keys_sent(enc, cur),
             *[z3.Implies(tind[t], z3.Not(bad)) for t, (bad, _b) in targets.items()]]
+    states = base[:2] + base[3:]
     solver = z3.SolverFor("QF_BV")
     solver.set("rlimit", rlimit)
     solver.add(*base)
     t1 = time.perf_counter()
     say(f"Houdini at {n} agents: {len(cands)} candidates, atoms encoded ({t1 - t0:.1f} s)")
     run = _Lazy(solver, cands, tpl, at_cur, at_nxt, n, targets, tind)
-    run.base, run.rlimit = base, rlimit
+    run.base, run.states, run.rlimit = base, states, rlimit
     run.deadline = None if seconds is None else t0 + seconds
     forward = Forward(inst, tpl, cands)  # NOTE(houdini-forward)
     run.forward = lambda m, alive: forward.dropped(state_of(enc, m, cur), alive)
@@ -506,9 +509,12 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
     run.solver = z3.SolverFor("QF_BV")
     run.solver.set("rlimit", rlimit)
     run.solver.add(*base, *[z3.Implies(run.ind[k], run.pre[k]) for k in chosen])
-    chosen = run.minimize(chosen, set(targets) - set(failed))
+    live_t = set(targets) - set(failed)
+    implied = run.implied(chosen, live_t)
+    chosen = run.minimize(chosen - implied, live_t)
     t3 = time.perf_counter()
     stats = {"queries": run.queries, "selection_queries": run.picks, "unknown": 0,
+             "implied": len(implied), "witnessed": run.witnessed,
              "forward_states": forward.explored, "forward_disagreements": forward.disagreements,
              "dropped": len(cands) - len(alive), "agents": n, "picked": picked,
              "minimized": len(chosen),
@@ -538,6 +544,10 @@ class _Lazy:
         self.at_cur, self.at_nxt = at_cur, at_nxt
         self.targets, self.tind = targets, tind
         self.base: list[Any] = []  # what every solver holds (``rebuild``)
+        self.states: list[Any] = []  # the part of ``base`` about the pre-state alone
+        # NOTE(houdini-witnesses): the models of the sat queries, as valuers
+        self.witnesses: list[Callable[[Any], bool]] = []
+        self.witnessed = 0  # minimisation queries a witness answered
         self.rlimit = CHECK_RLIMIT
         self.ind: dict[int, Any] = {}
         self.pre: dict[int, Any] = {}
@@ -576,7 +586,50 @@ class _Lazy:
         if answer == z3.unknown:
             raise Unsupported(f"Houdini at {self.n} agents: Z3 answered unknown "
                               f"({self.solver.reason_unknown()})", NO_SPAN)
+        if answer == z3.sat:
+            self.witnesses.append(_valuer(self.solver.model()))
         return answer
+
+    def _witness(self, chosen: set[int], live_t: set[str]) -> bool:
+        """NOTE(houdini-witnesses): whether an earlier sat query's model answers the query
+        ``_query(chosen, live_t)`` (sat) without asking. Every query's formula is the same base
+        (the transition, the domain, the targets' indicators) with other assumptions, so a model
+        of one is a step of the instance: if its pre-state satisfies ``chosen`` and the live
+        targets, and its post-state violates one of them, it is a model of this query too."""
+        cands, tpl, n = self.cands, self.tpl, self.n
+        for value in reversed(self.witnesses):
+            if any(value(self.targets[t][0]) for t in live_t):
+                continue
+            if not all(holds(cands[k], tpl, self.at_cur, n, value) for k in chosen):
+                continue
+            if (any(value(self.targets[t][1]) for t in live_t)
+                    or not all(holds(cands[k], tpl, self.at_nxt, n, value) for k in chosen)):
+                return True
+        return False
+
+    def implied(self, chosen: set[int], live_t: set[str]) -> set[int]:
+        """The chosen candidates that the others and the live targets imply in every state of
+        the instance (one query each, without the transition: 10-100x cheaper than
+        ``minimize``'s), the most complex first. Dropping one leaves a set that holds in the
+        same states, so it stays inductive; ``minimize`` then asks fewer, smaller queries
+        (German: 11 of 42 chosen, in 0.04 s)."""
+        solver = z3.SolverFor("QF_BV")
+        solver.set("rlimit", self.rlimit)
+        solver.add(*self.states, *[z3.Implies(self.ind[k], self.pre[k]) for k in chosen])
+        out = set(chosen)
+        for k in self._simplest_last(chosen):
+            negated = z3.Bool(f"negated_{k}")
+            solver.add(z3.Implies(negated, _not(self.pre[k])))
+            safe_point()
+            if solver.check(negated, *[self.ind[j] for j in sorted(out - {k})],
+                            *[self.tind[t] for t in sorted(live_t)]) == z3.unsat:
+                out.discard(k)
+        return set(chosen) - out
+
+    def _simplest_last(self, chosen: set[int]) -> list[int]:
+        cands = self.cands
+        return sorted(chosen, key=lambda k: (-cands[k].size, -_KIND_RANK.get(cands[k].kind, 3),
+                                             -k))
 
     def rebuild(self) -> None:
         """NOTE(houdini-rebuild): a fresh solver with the base and every encoded candidate,
@@ -591,10 +644,11 @@ class _Lazy:
         """Drop every chosen candidate the others and the targets do without, the most
         complex first (one query each: the issue's minimal output). The lazy selection adds a
         candidate per counterexample, and a later one often subsumes an earlier one."""
-        cands = self.cands
         out = set(chosen)
-        for k in sorted(chosen, key=lambda k: (-cands[k].size, -_KIND_RANK.get(cands[k].kind, 3),
-                                               -k)):
+        for k in self._simplest_last(chosen):
+            if self._witness(out - {k}, live_t):
+                self.witnessed += 1
+                continue
             if self._query(out - {k}, live_t) == z3.unsat:
                 out.discard(k)
         return out
