@@ -19,6 +19,7 @@ not an instance of the machine named) and resolved by selecting among that machi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, assert_never
 
 import z3
@@ -82,14 +83,57 @@ def ite(c: Any, a: Any, b: Any) -> Any:
     return z3.If(c, a, b)
 
 
+# NOTE(fast-connectives): the encoders build tens of thousands of conjunctions and
+# disjunctions per proof; z3.And/z3.Or and z3.is_true/is_false spend most of their time in
+# Python (sort coercion, a FuncDeclRef per test). Every term lives in Z3's main context, where
+# ``true`` and ``false`` are unique terms, so an id compares them, and a list of Bool terms
+# goes to Z3_mk_and/Z3_mk_or directly: the same terms, made in the same order (German's
+# final proof: 2.3 -> ... s).
+_TRUE_ID, _FALSE_ID = TRUE.get_id(), FALSE.get_id()
+
+
+def _nary(make: Callable[..., Any], xs: list[Any]) -> Any:
+    args = (z3.Ast * len(xs))()
+    for k, x in enumerate(xs):
+        args[k] = x.as_ast()
+    ctx = xs[0].ctx
+    return z3.BoolRef(make(ctx.ref(), len(xs), args), ctx)
+
+
 def all_of(xs: list[Any]) -> Any:
+    if not all(isinstance(x, z3.BoolRef) for x in xs):
+        return _all_of_any(xs)
+    out = []
+    for x in xs:
+        key = x.get_id()
+        if key == _FALSE_ID:
+            return FALSE
+        if key != _TRUE_ID:
+            out.append(x)
+    return TRUE if not out else out[0] if len(out) == 1 else _nary(z3.Z3_mk_and, out)
+
+
+def any_of(xs: list[Any]) -> Any:
+    if not all(isinstance(x, z3.BoolRef) for x in xs):
+        return _any_of_any(xs)
+    out = []
+    for x in xs:
+        key = x.get_id()
+        if key == _TRUE_ID:
+            return TRUE
+        if key != _FALSE_ID:
+            out.append(x)
+    return FALSE if not out else out[0] if len(out) == 1 else _nary(z3.Z3_mk_or, out)
+
+
+def _all_of_any(xs: list[Any]) -> Any:
     xs = [x for x in xs if not z3.is_true(x)]
     if any(z3.is_false(x) for x in xs):
         return FALSE
     return TRUE if not xs else xs[0] if len(xs) == 1 else z3.And(xs)
 
 
-def any_of(xs: list[Any]) -> Any:
+def _any_of_any(xs: list[Any]) -> Any:
     xs = [x for x in xs if not z3.is_false(x)]
     if any(z3.is_true(x) for x in xs):
         return TRUE

@@ -694,14 +694,16 @@ _KIND_RANK = {"global": 0, "agent": 1, "pair": 2, "triple": 3}
 
 
 def _valuer(m: z3.ModelRef) -> Callable[[Any], bool]:
-    cache: dict[int, bool] = {}
+    # keyed by the Python object (the atoms' terms are built once and asked for again and
+    # again); the cache holds each term, so no other object can take its id meanwhile
+    cache: dict[int, tuple[Any, bool]] = {}
 
     def value(t: Any) -> bool:
         if t is True or t is False:
             return t
-        key = t.get_id()
-        if key not in cache:
-            cache[key] = z3.is_true(m.eval(t, model_completion=True))
-        return cache[key]
+        hit = cache.get(id(t))
+        if hit is None:
+            hit = cache[id(t)] = (t, z3.is_true(m.eval(t, model_completion=True)))
+        return hit[1]
     return value
 
