@@ -624,8 +624,14 @@ class PExec(Exec):
         args = [self.expr(a, pc) for a in s.args]
         skip = self.check(self.expr(s.exclude, pc), pc) if s.exclude is not None else None
         x = z3.FreshConst(NODE, "bc_dst")
-        self.multicast_send(t, args, x, z3.And(pc, is_agent(x),
-                                               TRUE if skip is None else x != skip))
+        to = z3.And(is_agent(x), TRUE if skip is None else x != skip)
+        # the semantics checks each delivery's fields: an error when there is a recipient
+        self.bound.append((x, to))
+        try:
+            args = self.scaled_fields(t, args, self.fitting_args(s.message, s.args))
+        finally:
+            self.bound.pop()
+        self.multicast_send(t, args, x, z3.And(pc, to))
 
     def write(self, target: ir.Expr, value: Any, cond: Any) -> None:
         if isinstance(target, ir.MVar) and target.agent is not None:
@@ -668,13 +674,15 @@ class PExec(Exec):
     def deliver(self, t: int, fields: list[Any], dst: Any, span: Span,
                 fitting: tuple[bool, ...] = ()) -> None:
         pc = self.pc
+        # range-checked where the send is: in a ``for`` over the agents, for some agent of
+        # the loop (``error`` quantifies over ``bound``), as the semantics checks each send
+        fields = self.scaled_fields(t, fields, fitting)
         if self.captured is not None:  # in a ``for`` over the agents: see for_agents
             self.captured.append((t, fields, dst, pc))
             return
         net_i = self.enc.net_index[self.enc.model.messages[t].network]
         src = self.agent if self.agent is not None else HOME
         net = self.nets[net_i]
-        fields = self.scaled_fields(t, fields, fitting)
         if isinstance(net, UNet):
             old = net.present[t]
             self.dups.append(z3.And(pc, old[src, dst]))
@@ -749,7 +757,10 @@ def _multicast_body(s: ir.For) -> None:
     """NOTE(param-for-multicast): a ``for`` over the agents is encoded as one multicast, which
     is the loop's meaning only when its iterations are independent: the body may only test
     (``if``) and send to the loop's agent, and read no network (the sends of earlier
-    iterations would be in it)."""
+    iterations would be in it). Each send's fields are range-checked where it is, for some
+    agent of the loop (``PExec.deliver``); a ``broadcast``'s, when it has a recipient (until
+    session 12 neither was, and two specs with a field out of range at 4 and 5 agents were
+    proved: tests/test_param_multicast.py)."""
     if not isinstance(s.var_type, ir.AgentT):
         raise Unsupported("'for' is supported with --agents any only over the agents", s.span)
     for st in ir.walk_stmts(s.body):
