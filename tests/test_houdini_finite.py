@@ -243,3 +243,27 @@ def test_candidates_the_others_imply_are_dropped_before_minimising(
                                        explore_seconds=float("inf")))
     assert result.proof.verdict == "holds", (result.missing, result.proof.reason)
     assert checked and result.stats["houdini"]["implied"] == len(checked)
+
+
+def test_an_unordered_network_no_send_fills_has_an_empty_slot() -> None:
+    # NOTE(infer-keyed-slots): such a network has no key but one slot (a capacity is at
+    # least 1); its receipts indexed the empty key list (an IndexError, found by
+    # tests/test_infer_random_soundness.py): the slot is now always empty
+    from coherence.smt.infer import InferOptions, infer
+    from coherence.spec.load import load_spec_text
+    text = """
+param agents = 2;
+network quiet: unordered, capacity = 1;
+message Never on quiet;
+event Ev;
+home machine H { stable state R; init R; on Never { } }
+cache machine C {
+  stable state S0, S1; init S0;
+  on Never in S0 { }
+  on Ev in S0 { goto S1; }
+}
+invariant never: !inflight(Never);
+"""
+    result = infer(load_spec_text(text, "q.coh"), InferOptions(
+        rlimit=20_000_000, final_rlimit=100_000_000, explore_seconds=float("inf")))
+    assert result.proof.verdict == "holds", (result.missing, result.proof.reason)

@@ -213,3 +213,38 @@ def test_a_count_sent_in_a_fixed_range_field_is_range_checked() -> None:
     assert negative.verdict == "fails"
     assert [f.message for f in negative.failures] == ["value -1 of D.k is out of range "
                                                       "int[0..3]"]
+
+
+COUNT_INTO_FIXED = """
+param agents = 2;
+network req: unordered, capacity = agents;
+message Go on req;
+home machine H {
+  stable state R; init R;
+  var sharers: set<agent> = {};
+  var n: int[0..2] = 0;
+  on Go { sharers.add(msg.src); ASSIGN }
+}
+cache machine C {
+  stable state I, G; init I;
+  rule Start in I { send Go to home; goto G; }
+}
+invariant bounded: H.n <= 2;
+invariant aux go_from_g: forall m: Go :: C[m.src].state == G && !(m.src in H.sharers);
+invariant aux sharer_g: forall a: agent :: a in H.sharers -> C[a].state == G;
+"""
+
+
+@pytest.mark.parametrize(("assign", "verdict"), [
+    ("n := size(sharers);", "fails"),  # 3 at 3 agents: out of int[0..2]
+    ("if size(sharers) <= 2 { n := size(sharers); }", "holds"),
+])
+def test_a_count_assigned_to_a_variable_of_fixed_range_is_range_checked(
+        assign: str, verdict: str) -> None:
+    # was a Z3 sort error (an integer stored in a bit-vector array): a traceback
+    model = load_spec_text(COUNT_INTO_FIXED.replace("ASSIGN", assign), "c.coh")
+    result = prove_all(model, rlimit=RLIMIT)
+    assert result.verdict == verdict, (result.reason, result.ctis)
+    if verdict == "fails":
+        assert result.instance == 3
+        assert "value 3 is out of range int[0..2]" in result.failures[0].message

@@ -372,8 +372,11 @@ def keyed_slots(enc: Encoder, state: Any, keys: dict[str, list[tuple[int, int, i
     for net_i, net in enumerate(enc.model.networks):
         if net.name not in keys:
             continue
-        for x, (t, a, b) in zip(state.nets[net_i], keys[net.name], strict=True):
+        slots, ks = state.nets[net_i], keys[net.name]
+        for x, (t, a, b) in zip(slots, ks, strict=False):
             out += [(x.type, num(t)), (x.src, num(a)), (x.dst, num(b)), (x.line, num(0))]
+        # a network no send fills has no key but one slot (a capacity is at least 1): empty
+        out += [(x.valid, z3.BoolVal(False)) for x in slots[len(ks):]]
     return out
 
 
@@ -427,6 +430,8 @@ def _for_agent0(enc: Encoder, a: Any, keys: dict[str, list[tuple[int, int, int]]
     if net.ordering is ir.Ordering.FIFO:
         src, dst, _line = a.where
         return src == 0 or dst == 0
+    if a.where >= len(keys[net.name]):
+        return False  # the slot of a network no send fills (``keyed_slots``: always empty)
     t, src, dst = keys[net.name][a.where]
     message = enc.model.machine(a.machine).transitions[a.transition].name
     receiver = enc.n if a.agent is None else a.agent

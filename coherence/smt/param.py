@@ -650,6 +650,9 @@ class PExec(Exec):
             value = to_int(value)
             self.error(self.pc, z3.And(value != UNDEF_INT, z3.Not(in_range(value, scaled))))
             self.write(target, value, self.pc)
+        elif is_int(value) and (rng := range_of(target.type)) is not None:
+            # a count assigned to a variable of fixed range (a Z3 sort error until session 12)
+            self.write(target, self.int_into(value, rng), self.pc)
         elif z3.is_bv(value):
             super().assign(target, value, span)
         else:
@@ -717,14 +720,18 @@ class PExec(Exec):
                 v = to_int(v)
                 self.error(self.pc, z3.And(v != UNDEF_INT, z3.Not(in_range(v, ranges[f.span]))))
             elif (rng := range_of(f.type)) is not None and is_int(v):
-                # a count sent in a field of fixed range: checked, then the field's bit-vector
-                self.error(self.pc, z3.And(v != UNDEF_INT, z3.Or(v < rng[0], v > rng[1])))
-                v = z3.If(v == UNDEF_INT, num(UNDEF_BV), z3.Int2BV(v, WIDTH))
+                v = self.int_into(v, rng)  # a count sent in a field of fixed range
             elif rng is not None and z3.is_bv(v) and not (k < len(fitting) and fitting[k]):
                 # ``Semantics.deliver``'s check (a bit-vector's range does not move with N)
                 self.error(self.pc, z3.And(v != num(UNDEF_BV), z3.Or(v < rng[0], v > rng[1])))
             out.append(v)
         return out
+
+    def int_into(self, v: Any, rng: tuple[int, int]) -> Any:
+        """An integer (a count, NOTE(param-count)) stored where the type has a fixed range:
+        out of it is a model error, as in the semantics; in it, the range's bit-vector."""
+        self.error(self.pc, z3.And(v != UNDEF_INT, z3.Or(v < rng[0], v > rng[1])))
+        return z3.If(v == UNDEF_INT, num(UNDEF_BV), z3.Int2BV(v, WIDTH))
 
     def apply_goto(self, agent: Any) -> None:
         g = self.goto
