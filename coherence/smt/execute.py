@@ -88,7 +88,7 @@ def ite(c: Any, a: Any, b: Any) -> Any:
 # Python (sort coercion, a FuncDeclRef per test). Every term lives in Z3's main context, where
 # ``true`` and ``false`` are unique terms, so an id compares them, and a list of Bool terms
 # goes to Z3_mk_and/Z3_mk_or directly: the same terms, made in the same order (German's
-# final proof: 2.3 -> ... s).
+# final proof alone 2.33 -> 1.98 s, its Houdini's encoding 0.77 -> 0.45 s).
 _TRUE_ID, _FALSE_ID = TRUE.get_id(), FALSE.get_id()
 
 
