@@ -25,7 +25,6 @@ from coherence.smt.state import Unsupported
 from coherence.spec.load import rebind
 from coherence.spec.select import drop_properties
 
-OPTIONS = dict(rlimit=20_000_000, final_rlimit=100_000_000, explore_seconds=10.0)
 FAST = settings(max_examples=20, deadline=None, database=None,
                 suppress_health_check=list(HealthCheck))
 SLOW = settings(FAST, max_examples=150)
@@ -40,7 +39,8 @@ def _proved_holds_at_fixed_sizes(model: Model) -> None:
         return
     model = drop_properties(model, [p.name for p in model.properties])
     try:
-        result = infer(model, InferOptions(**OPTIONS))  # type: ignore[arg-type]
+        result = infer(model, InferOptions(rlimit=20_000_000, final_rlimit=100_000_000,
+                                           explore_seconds=10.0))
     except Unsupported:
         event("unsupported")
         return  # outside the fragment of --agents any: nothing proved
