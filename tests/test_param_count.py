@@ -238,6 +238,10 @@ invariant aux sharer_g: forall a: agent :: a in H.sharers -> C[a].state == G;
 @pytest.mark.parametrize(("assign", "verdict"), [
     ("n := size(sharers);", "fails"),  # 3 at 3 agents: out of int[0..2]
     ("if size(sharers) <= 2 { n := size(sharers); }", "holds"),
+    # a count in one branch of a conditional expression, a literal in the other: was a Z3
+    # sort error (found by tests/test_infer_random_soundness.py's slow tier)
+    ("n := (if size(sharers) > 2 then 2 else size(sharers));", "holds"),
+    ("n := (if inflight(Go) then 1 else size(sharers));", "fails"),
 ])
 def test_a_count_assigned_to_a_variable_of_fixed_range_is_range_checked(
         assign: str, verdict: str) -> None:

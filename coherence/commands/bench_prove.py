@@ -14,7 +14,12 @@ HELP = "Z3 back end: seconds per BMC depth, depth reached in a budget, time of e
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
-    from coherence.commands.options import nonnegative_int, positive_int, positive_seconds
+    from coherence.commands.options import (
+        add_jobs_arg,
+        nonnegative_int,
+        positive_int,
+        positive_seconds,
+    )
     p.add_argument("spec", nargs="?", default=DEFAULT_SPECS[0],
                    help="spec for the BMC figures (default: specs/german.coh)")
     p.add_argument("--agents-list", default="3,4", metavar="N,N",
@@ -46,11 +51,13 @@ def add_args(p: argparse.ArgumentParser) -> None:
                    help="instead: the proofs of hierarchical specs for every size of one index "
                         "type (smt/bench.py's HIER_PROOFS), beside the checker at 2 and 3 ids")
     p.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    add_jobs_arg(p)
     add_progress_args(p)
 
 
 def run(args: argparse.Namespace) -> int:
     from coherence.commands.common import out_console, reporter
+    from coherence.commands.options import jobs_of
     from coherence.errors import NO_SPAN, SpecError
     from coherence.spec.load import parse_overrides
 
@@ -84,7 +91,8 @@ def run(args: argparse.Namespace) -> int:
             proofs.append(proof_row(
                 spec, args.proof_timeout, args.rlimit,
                 progress=lambda d, t, step, what=what, i=i: rep.update(
-                    f"{what}, {step} ({d} of {t})", done=i, total=cases)))
+                    f"{what}, {step} ({d} of {t})", done=i, total=cases),
+                jobs=jobs_of(args)))
         rep.update(f"{cases} cases measured", done=cases, total=cases)
         rep.finish("measured", 0, cases=cases)
     doc = {"tool": "coherence bench prove", "spec": args.spec, "bmc": bmc_runs,
@@ -144,6 +152,7 @@ def _run_hier(args: argparse.Namespace) -> int:
 def _run_infer(args: argparse.Namespace) -> int:
     from coherence.commands.common import out_console, reporter
     from coherence.commands.infer_states import state_source
+    from coherence.commands.options import jobs_of
     from coherence.smt.bench import INFER_SPECS, infer_row
 
     pairs: list[tuple[str, str | None]] = list(INFER_SPECS)
@@ -160,7 +169,8 @@ def _run_infer(args: argparse.Namespace) -> int:
             rows.append(infer_row(spec, base, args.proof_timeout, args.rlimit,
                                   progress=lambda s, what=what, i=i: rep.update(
                                       f"{what}: {s}", done=i, total=len(pairs)),
-                                  source=state_source(args.mine_engine)))
+                                  source=state_source(args.mine_engine),
+                                  jobs=jobs_of(args)))
         rep.finish("measured", 0, cases=len(pairs))
     if args.json:
         emit_json({"tool": "coherence bench prove --infer", "infer": rows})

@@ -105,3 +105,16 @@ def output_dir(text: str) -> str:
 
 
 output_dir.__name__ = "output directory"
+
+
+def add_jobs_arg(p: argparse.ArgumentParser) -> None:
+    """``--jobs N``: the processes a proof for every N settles its obligations in."""
+    p.add_argument("--jobs", "-j", type=int_at_least(1), metavar="N",
+                   help="with --agents any: settle the proof obligations in N processes "
+                        "(forked; Linux only; default: every CPU this process may use). "
+                        "The verdict is read in the order one process would meet them")
+
+
+def jobs_of(args: argparse.Namespace) -> int:
+    from coherence.smt.forked import usable_cpus
+    return args.jobs if getattr(args, "jobs", None) is not None else usable_cpus()

@@ -15,6 +15,7 @@ HELP = "Z3: bounded model checking (--bmc K), k-induction (--induction K), proof
 def add_args(p: argparse.ArgumentParser) -> None:
     from coherence.commands.common import add_diagram_arg, add_progress_args
     from coherence.commands.options import (
+        add_jobs_arg,
         agents_or_any,
         nonnegative_int,
         output_file,
@@ -55,6 +56,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
                    help="do not check this invariant or property (repeatable)")
     p.add_argument("--trace-out", type=output_file, metavar="FILE",
                    help="save the counterexample traces as JSON (for `coherence diagram`)")
+    add_jobs_arg(p)
     add_progress_args(p)  # BMC depth by depth, induction's k + 1 parts, each proof obligation
     p.add_argument("--infer", action="store_true",
                    help="with --agents any: find the auxiliary invariants the proof needs "
@@ -241,6 +243,7 @@ def _run_induction(args: argparse.Namespace, model: Any) -> int:
 
 def _run_param(args: argparse.Namespace, model: Any, shape: Any = None) -> int:
     from coherence.commands.common import draw_failures, reporter
+    from coherence.commands.options import jobs_of
     from coherence.smt.param import prove_all
     from coherence.smt.report import param_json, print_param
 
@@ -248,7 +251,8 @@ def _run_param(args: argparse.Namespace, model: Any, shape: Any = None) -> int:
         what = "agents" if shape is None else f"{shape.index} ids"
         _header(rep, args, model, f"z3 proof for every number of {what}", shape)
         result = prove_all(model, timeout=args.timeout, rlimit=args.rlimit,
-                           progress=_steps(rep), over=None if shape is None else shape.index)
+                           progress=_steps(rep), over=None if shape is None else shape.index,
+                           jobs=jobs_of(args))
         rep.finish(result.verdict, result.exit_code)
     _save(args, model, result.failures, "prove --agents any")
     if args.json:

@@ -16,11 +16,12 @@ from coherence.cli import emit_json
 def run_infer(args: argparse.Namespace, model: Any, header: Callable[..., None]) -> int:
     from coherence.commands.common import draw_failures
     from coherence.commands.infer_states import state_source
+    from coherence.commands.options import jobs_of
     from coherence.progress import reporter
     from coherence.smt.infer import InferOptions, appended_text, infer
     from coherence.smt.report import param_json, print_param
 
-    opts = InferOptions(timeout=args.timeout, final_rlimit=args.rlimit)
+    opts = InferOptions(timeout=args.timeout, final_rlimit=args.rlimit, jobs=jobs_of(args))
     with reporter(args, "coherence prove") as rep:
         header(rep, args, model, "z3 proof for every number of agents, invariants inferred")
         result = infer(model, opts, progress=lambda s: rep.update(s, force=True),

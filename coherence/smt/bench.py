@@ -56,7 +56,8 @@ def bmc_rows(spec: str, agents: int, budget: float, skip: list[str],
 
 
 def proof_row(spec: str, timeout: float, rlimit: int | None = None,
-              progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
+              progress: Callable[[int, int, str], None] | None = None,
+              jobs: int = 1) -> dict[str, Any]:
     from coherence.errors import SpecError
     from coherence.smt.param import prove_all
     from coherence.spec.load import load_spec
@@ -66,12 +67,12 @@ def proof_row(spec: str, timeout: float, rlimit: int | None = None,
     model = drop_properties(model, [p.name for p in model.properties])
     t = time.perf_counter()
     try:
-        r = prove_all(model, timeout=timeout, rlimit=rlimit, progress=progress)
+        r = prove_all(model, timeout=timeout, rlimit=rlimit, progress=progress, jobs=jobs)
         verdict, detail = r.verdict, r.reason or (f"refuted at {r.instance} agents"
                                                   if r.instance else "proved")
     except SpecError as err:
         verdict, detail = "unsupported", f"{err.location()}: {err.message}"
-    return {"spec": spec, "verdict": verdict, "detail": detail,
+    return {"spec": spec, "verdict": verdict, "detail": detail, "jobs": jobs,
             "seconds": round(time.perf_counter() - t, 3)}
 
 
@@ -90,10 +91,10 @@ INFER_SPECS = [(str(NOAUX / f"{n}.coh"), str(SPECS / f"{n}.coh"))
 def infer_row(spec: str, baseline: str | None, timeout: float,
               rlimit: int | None = None,
               progress: Callable[[str], None] | None = None,
-              source: StateSource | None = None) -> dict[str, Any]:
+              source: StateSource | None = None, jobs: int = 1) -> dict[str, Any]:
     """``prove --agents any --infer`` on ``spec`` (coherence monitors skipped): verdict,
     counts and seconds per phase; beside it the proof of ``baseline`` (hand-written aux).
-    ``source``: mining's state source (``infer``)."""
+    ``source``: mining's state source (``infer``); ``jobs``: processes of the proofs."""
     from coherence.errors import SpecError
     from coherence.smt.infer import InferOptions, infer
     from coherence.spec.load import load_spec
@@ -102,9 +103,10 @@ def infer_row(spec: str, baseline: str | None, timeout: float,
     model = load_spec(spec)
     model = drop_properties(model, [p.name for p in model.properties])
     t = time.perf_counter()
-    row: dict[str, Any] = {"spec": spec}
+    row: dict[str, Any] = {"spec": spec, "jobs": jobs}
     try:
-        r = infer(model, InferOptions(timeout=timeout, final_rlimit=rlimit), progress, source)
+        r = infer(model, InferOptions(timeout=timeout, final_rlimit=rlimit, jobs=jobs),
+                  progress, source)
         row.update(verdict=r.proof.verdict, detail=r.missing or r.proof.reason or "",
                    stats=r.stats, invariants=r.lines)
     except SpecError as err:
@@ -112,7 +114,7 @@ def infer_row(spec: str, baseline: str | None, timeout: float,
                    invariants=[])
     row["seconds"] = round(time.perf_counter() - t, 3)
     if baseline is not None:
-        row["baseline"] = proof_row(baseline, timeout, rlimit)
+        row["baseline"] = proof_row(baseline, timeout, rlimit, jobs=jobs)
     return row
 
 

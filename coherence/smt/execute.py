@@ -191,6 +191,10 @@ class Exec:
 
     # ------------------------------------------------------------ expressions
 
+    def choose(self, cv: Any, a: Any, b: Any) -> Any:
+        """The value of ``if cv then a else b`` (both branches already evaluated)."""
+        return ite(cv, a, b)
+
     def expr(self, e: ir.Expr, c: Any) -> Any:
         match e:
             case ir.Lit():
@@ -275,7 +279,7 @@ class Exec:
                 cv = truth(self.check(self.expr(e.cond, c), c))
                 a = self.expr(e.then, all_of([c, cv]))
                 b = self.expr(e.orelse, all_of([c, z3.Not(cv)]))
-                return ite(cv, a, b)
+                return self.choose(cv, a, b)
             case ir.NodeOf():
                 return self.node_of(e, c)
             case ir.NodeIndex():

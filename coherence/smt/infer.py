@@ -45,6 +45,7 @@ class InferOptions:
     cutoff: int = 4  # agents of the finite Houdini's instance
     timeout: float | None = None  # Houdini's and the final proof's, each (prove --timeout)
     final_rlimit: int | None = None  # the final proof's (prove --rlimit)
+    jobs: int = 1  # processes of the final proof (prove --jobs, NOTE(forked-shares))
 
 
 @attrs.define
@@ -81,7 +82,8 @@ def infer(model: ir.Model, options: InferOptions | None = None,
         ParamEncoder(model)  # unsupported constructs: before any exploration
     except Unsupported as unsupported:
         # as prove does: a concrete counterexample if there is one, else the error (exit 2)
-        proof = prove_all(model, timeout=opts.timeout, rlimit=opts.final_rlimit)
+        proof = prove_all(model, timeout=opts.timeout, rlimit=opts.final_rlimit,
+                          jobs=opts.jobs)
         return InferResult(proof, [], {}, f"no inference: {unsupported.message}", model)
     say("exploring small instances")
     cands, mstats, templates = mine(model, opts.sizes, opts.max_states, opts.explore_seconds,
@@ -118,6 +120,7 @@ def infer(model: ir.Model, options: InferOptions | None = None,
     say(f"proving the spec with {len(lines)} inferred invariants from scratch")
     proved_model = extend(model, _block(lines)) if lines else model
     proof = prove_all(proved_model, timeout=opts.timeout, rlimit=opts.final_rlimit,
+                      jobs=opts.jobs,
                       progress=lambda d, t, what: say(f"final proof: {what} ({d} of {t})"))
     # NOTE(infer-repair): counterexamples to induction put back what minimisation left out
     chosen = list(h.support)
@@ -138,6 +141,7 @@ def infer(model: ir.Model, options: InferOptions | None = None,
         # the lines only grow: what the last proof settled stays proved
         reused = len(proof.settled)
         proof = prove_all(proved_model, timeout=left, rlimit=opts.final_rlimit,
+                          jobs=opts.jobs,
                           progress=lambda d, t, what: say(f"final proof: {what} ({d} of {t})"),
                           reuse=proof.settled)
         repaired.append({"ctis": ctis, "added": len(added), "reused": reused,

@@ -469,6 +469,13 @@ class PExec(Exec):
             a, b = to_int(a), to_int(b)
         return arithmetic(op, a, b)
 
+    def choose(self, cv: Any, a: Any, b: Any) -> Any:
+        """NOTE(param-count): a count in one branch makes the other an integer too (``if
+        inflight(M) then 1 else size(s)`` was a Z3 sort error)."""
+        if is_int(a) != is_int(b) and all(is_int(x) or z3.is_bv(x) for x in (a, b)):
+            a, b = to_int(a), to_int(b)
+        return super().choose(cv, a, b)
+
     def count(self, e: ir.Count, c: Any) -> Any:
         """NOTE(param-count): ``count(a: agent :: body)`` as the card of a set of agents."""
         if not isinstance(e.var_type, ir.AgentT):
@@ -943,7 +950,7 @@ def prove_all(model: ir.Model, timeout: float | None = None,
               refute_depth: int = 10, rlimit: int | None = None,
               progress: Callable[[int, int, str], None] | None = None,
               over: str | None = None,
-              reuse: Collection[tuple[str, int, int]] = ()) -> ParamResult:
+              reuse: Collection[tuple[str, int, int]] = (), jobs: int = 1) -> ParamResult:
     """Prove every invariant for every number of agents, or refute at a concrete size.
 
     ``timeout`` caps the whole run in seconds. ``rlimit`` bounds each Z3 check by Z3's
@@ -956,6 +963,7 @@ def prove_all(model: ir.Model, timeout: float | None = None,
     ``reuse``: the ``settled`` obligations of an earlier run on this spec with a subset of
     its invariants (``--infer``'s repair rounds, which only add lines): skipped, as more
     hypotheses keep an obligation proved. Keys of any other spec make an unsound proof.
+    ``jobs``: processes that settle the obligations (NOTE(forked-shares); Linux only).
     """
     shape = None
     if model.is_hierarchical:
@@ -975,7 +983,8 @@ def prove_all(model: ir.Model, timeout: float | None = None,
         else:
             from coherence.smt.param_hier import check_index_free
             check_index_free(model, shape)
-        result = _prove(model, budget, refute_depth, notes, progress, shape, frozenset(reuse))
+        result = _prove(model, budget, refute_depth, notes, progress, shape, frozenset(reuse),
+                        jobs)
         result.over = None if shape is None else shape.index
         return result
     except Unsupported as unsupported:
@@ -1011,37 +1020,63 @@ class Query:
     key: tuple[str, int, int] = ("", -1, -1)
 
 
-@owns_z3
-def obligations(model: ir.Model, shape: Any = None) -> tuple[ParamEncoder, PState, list[Query]]:
-    """Every query of the inductive check, small ones (Ivy-style): init ⇒ P for each property;
-    Inv ∧ one action ⇒ P' for each (action, property). "No action errs" is one of the
-    properties: it is assumed of the pre-state, and proved of the post-state action by action.
-    ``shape``: a hierarchical spec's (``param_hier.shape_of``)."""
-    if shape is None:
-        enc = ParamEncoder(model)
-    else:
-        from coherence.smt.param_hier import HierEncoder
-        enc = HierEncoder(model, shape)
-    cur = enc.fresh("s")
-    acts = _actions(enc)
-    props = _properties(enc, cur)
-    errs = []  # (action index, its error condition in ``cur``)
-    for i, (machine, tr) in enumerate(acts):
-        err = _step(enc, cur, machine, tr, f"e{i}")[1]
-        if not z3.is_false(err):
-            errs.append((i, err))
-    no_error = z3.Not(any_of([e for _, e in errs]))
-    inv = [*props.values(), no_error]
-    base = [enc.nodes_apart(), enc.domain(cur)]
-    init = [enc.nodes_apart(), enc.init_formula(cur), enc.domain(cur)]
-    out = [Query(name, "init", [*init, z3.Not(p)], cur, shape=shape, key=(name, -1, -1))
-           for name, p in props.items()]
-    out += [Query("error:error", "init", [*init, err], cur, shape=shape,
-                  key=("error:error", -1, j)) for j, err in errs]
-    for i, (machine, tr) in enumerate(acts):
+class Obligations:
+    """The queries of the inductive check, in groups built on demand: group 0 is the initial
+    state's, group ``i + 1`` action ``i``'s (its queries share all assertions but the last).
+    What every group uses (the properties of the pre-state, each action's error) is built
+    first, so a forked worker builds only its own groups (NOTE(forked-shares)); built in group
+    order, the terms are made in the order ``obligations`` always made them."""
+
+    def __init__(self, model: ir.Model, shape: Any = None) -> None:
+        if shape is None:
+            self.enc: ParamEncoder = ParamEncoder(model)
+        else:
+            from coherence.smt.param_hier import HierEncoder
+            self.enc = HierEncoder(model, shape)
+        enc = self.enc
+        self.shape = shape
+        self.counts = _counts(model)
+        self.cur = cur = enc.fresh("s")
+        self.acts = _actions(enc)
+        props = _properties(enc, cur)
+        self.errs: list[tuple[int, Any]] = []  # (action index, its error condition in ``cur``)
+        for i, (machine, tr) in enumerate(self.acts):
+            err = _step(enc, cur, machine, tr, f"e{i}")[1]
+            if not z3.is_false(err):
+                self.errs.append((i, err))
+        no_error = z3.Not(any_of([e for _, e in self.errs]))
+        self.inv = [*props.values(), no_error]
+        # made before the initial state's terms, as they always were: Z3's answers depend on
+        # the order terms are made in
+        enc.nodes_apart(), enc.domain(cur)
+        init = [enc.nodes_apart(), enc.init_formula(cur), enc.domain(cur)]
+        first = [Query(name, "init", [*init, z3.Not(p)], cur, shape=shape, key=(name, -1, -1))
+                 for name, p in props.items()]
+        first += [Query("error:error", "init", [*init, err], cur, shape=shape,
+                        key=("error:error", -1, j)) for j, err in self.errs]
+        self._built: dict[int, list[Query]] = {0: self._marked(first)}
+
+    @property
+    def groups(self) -> int:
+        return 1 + len(self.acts)
+
+    def group(self, g: int) -> list[Query]:
+        if g not in self._built:
+            self._built[g] = self._marked(self._action(g - 1))
+        return self._built[g]
+
+    def _marked(self, qs: list[Query]) -> list[Query]:
+        for q in qs:
+            q.counts = self.counts
+        return qs
+
+    def _action(self, i: int) -> list[Query]:
+        enc, cur, shape, inv = self.enc, self.cur, self.shape, self.inv
+        machine, tr = self.acts[i]
         ok, _err, succ, consts, dup = _step(enc, cur, machine, tr, f"a{i}")
         label = f"{machine.name}.{_label(tr)}"
         base = [enc.nodes_apart(), enc.domain(cur), *bounds(card_terms([*inv, ok]))]
+        out = []
         if not z3.is_false(dup):
             out.append(Query(ONE_PER_KIND, f"action {label}", [*base, *inv, ok, dup], cur,
                              (machine, tr), consts, shape, key=(ONE_PER_KIND, i, -1)))
@@ -1049,16 +1084,23 @@ def obligations(model: ir.Model, shape: Any = None) -> tuple[ParamEncoder, PStat
         for name, p in post.items():
             out.append(Query(name, f"action {label}", [*base, *inv, ok, z3.Not(p)], cur,
                              (machine, tr), consts, shape, key=(name, i, -1)))
-        for j, _ in errs:
-            m2, tr2 = acts[j]
+        for j, _ in self.errs:
+            m2, tr2 = self.acts[j]
             err2 = _step(enc, succ, m2, tr2, f"a{i}b{j}")[1]
             out.append(Query("error:error", f"action {label} (then {m2.name}."
                              f"{_label(tr2)} errs)", [*base, *inv, ok, err2], cur,
                              (machine, tr), consts, shape, key=("error:error", i, j)))
-    if _counts(model):
-        for q in out:
-            q.counts = True
-    return enc, cur, out
+        return out
+
+
+@owns_z3
+def obligations(model: ir.Model, shape: Any = None) -> tuple[ParamEncoder, PState, list[Query]]:
+    """Every query of the inductive check, small ones (Ivy-style): init ⇒ P for each property;
+    Inv ∧ one action ⇒ P' for each (action, property). "No action errs" is one of the
+    properties: it is assumed of the pre-state, and proved of the post-state action by action.
+    ``shape``: a hierarchical spec's (``param_hier.shape_of``)."""
+    ob = Obligations(model, shape)
+    return ob.enc, ob.cur, [q for g in range(ob.groups) for q in ob.group(g)]
 
 
 def _counts(node: Any) -> bool:
@@ -1131,33 +1173,47 @@ def _units(shape: Any) -> str:
     return "agents" if shape is None else f"{shape.index} ids"
 
 
-def _prove(model: ir.Model, budget: Budget, refute_depth: int, notes: list[str],
-           progress: Callable[[int, int, str], None] | None = None,
-           shape: Any = None, reuse: frozenset[tuple[str, int, int]] = frozenset()
-           ) -> ParamResult:
-    _enc, _cur, queries = obligations(model, shape)
-    settled: list[tuple[str, int, int]] = []
+@attrs.define
+class Outcome:
+    """What one query came to, in a share of the obligations (NOTE(forked-shares)); ``_prove``
+    reads every share's outcomes in query order, as one process would have met them."""
+
+    at: tuple[int, int]  # (group, index in the group)
+    goal: str
+    key: tuple[str, int, int]
+    kind: str  # settled | cti | unknown
+    message: str = ""  # a cti's or an unknown's line
+    cti: Any = None  # induction.Cti, concrete and replayed, where one was found
+
+
+def _share(model: ir.Model, ob: Obligations, groups: list[int], budget: Budget,
+           reuse: frozenset[tuple[str, int, int]], share: int, tally: Any,
+           progress: Callable[[int, int, str], None] | None) -> list[Outcome]:
+    """Settle the queries of ``groups``, in order; after a query of a property fails, that
+    property's later queries are skipped (one counterexample per property is enough)."""
+    queries = [((g, j), q) for g in groups for j, q in enumerate(ob.group(g))]
     status: dict[str, str] = {}  # goal -> proved | cti | unknown
-    ctis: list[str] = []
-    details: list[Any] = []
-    unknown: list[str] = []
+    out: list[Outcome] = []
     shared_context: tuple[int, ...] = ()
     shared = z3.Solver()
     grounded: Grounded | None = None  # the current action's
-    for i, q in enumerate(queries):
+    for n, (at, q) in enumerate(queries):
+        tally.set(share, n, len(queries))
         if progress is not None:
-            progress(i, len(queries), f"obligation {q.goal}: {q.what}")
+            done, total = tally.sums()
+            progress(done, total, f"obligation {q.goal}: {q.what}")
         if status.setdefault(q.goal, "proved") != "proved":
-            continue  # one counterexample per property is enough
+            continue
         if q.key in reuse:
-            settled.append(q.key)
+            out.append(Outcome(at, q.goal, q.key, "settled"))
             continue
         if budget.expired():
-            unknown.append(f"--timeout {budget.timeout:g} s reached")
+            out.append(Outcome(at, q.goal, q.key, "unknown",
+                               f"--timeout {budget.timeout:g} s reached"))
             status[q.goal] = "unknown"
             continue
         context = tuple(a.get_id() for a in q.assertions[:-1])
-        if shape is not None:  # NOTE(param-hierarchy): a fresh solver per query is faster there
+        if ob.shape is not None:  # NOTE(param-hierarchy): a fresh solver per query is faster
             shared, shared_context = z3.Solver(), ()
             shared.add(*q.assertions)
         elif context != shared_context:  # queries of one action share all but their last
@@ -1166,27 +1222,65 @@ def _prove(model: ir.Model, budget: Budget, refute_depth: int, notes: list[str],
             grounded = Grounded(q) if q.what != "init" else None
         answer, cti, why = _settle(model, q, shared, budget, grounded)
         if answer == z3.unsat:
-            settled.append(q.key)
+            out.append(Outcome(at, q.goal, q.key, "settled"))
             continue
         where = ("the initial state" if q.what == "init"
-                 else f"{q.what} (for some number of {_units(shape)})")
+                 else f"{q.what} (for some number of {_units(ob.shape)})")
         if answer == z3.sat or cti is not None:
             status[q.goal] = "cti"
             verb = "implied by" if q.what == "init" else "preserved by"
-            ctis.append(f"{q.goal} is not {verb} {where}")
-            if cti is not None:
-                details.append(cti)
+            out.append(Outcome(at, q.goal, q.key, "cti", f"{q.goal} is not {verb} {where}",
+                               cti))
         else:
             status[q.goal] = "unknown"
-            unknown.append(f"Z3 answered unknown on {q.goal}, {q.what} ({why})")
+            out.append(Outcome(at, q.goal, q.key, "unknown",
+                               f"Z3 answered unknown on {q.goal}, {q.what} ({why})"))
+    tally.set(share, len(queries), len(queries))
+    return out
+
+
+def _prove(model: ir.Model, budget: Budget, refute_depth: int, notes: list[str],
+           progress: Callable[[int, int, str], None] | None = None,
+           shape: Any = None, reuse: frozenset[tuple[str, int, int]] = frozenset(),
+           jobs: int = 1) -> ParamResult:
+    # NOTE(forked-shares): with ``jobs`` > 1 the actions are dealt round-robin to that many
+    # processes, forked once what every action's queries share is built; each builds and
+    # settles its own. The outcomes are then read in query order, so the verdict, the lines
+    # and the settled keys are what one process would give from the same answers (an
+    # answer itself may differ: Z3's depend on the terms a process made before).
+    from coherence.smt.forked import Shares, Tally
+    ob = Obligations(model, shape)
+    count = max(1, min(jobs, ob.groups))
+    tally = Tally(count)
+    deal = [list(range(k, ob.groups, count)) for k in range(count)]
+    shares = Shares(count, lambda k: _share(model, ob, deal[k], budget, reuse, k, tally,
+                                            progress if k == 0 else None))
+    outcomes = sorted((o for share in shares.results() for o in share), key=lambda o: o.at)
+    notes += [f"a worker's share was settled again in the main process ({why})"
+              for why in shares.failures]
+    settled: list[tuple[str, int, int]] = []
+    status: dict[str, str] = {}
+    ctis: list[str] = []
+    details: list[Any] = []
+    unknown: list[str] = []
+    for o in outcomes:
+        if status.setdefault(o.goal, "proved") != "proved":
+            continue  # a later query of a property that already failed
+        if o.kind == "settled":
+            settled.append(o.key)
+            continue
+        status[o.goal] = o.kind
+        (ctis if o.kind == "cti" else unknown).append(o.message)
+        if o.cti is not None:
+            details.append(o.cti)
     done = [name for name, st in status.items() if st == "proved"]
     start = budget.start
     seconds = time.perf_counter() - start
     if not unknown and not ctis:
         return ParamResult("holds", done, [], [], None, notes, None, seconds, settled=settled)
     if progress is not None:
-        progress(len(queries), len(queries),
-                 f"looking for a counterexample at 2-3 {_units(shape)}")
+        total = tally.sums()[1]
+        progress(total, total, f"looking for a counterexample at 2-3 {_units(shape)}")
     refuted = _refute(model, refute_depth, budget, shape)
     if refuted is not None:
         refuted.proved, refuted.ctis, refuted.notes = done, ctis, notes

@@ -1,0 +1,128 @@
+"""Shares of one piece of work done by forked copies of this process (NOTE(forked-shares)).
+
+A proof for every N is hundreds of small, independent Z3 checks, built from Z3 terms that live
+in this process. ``os.fork`` gives each worker those terms for free (copy on write), where a
+spawned process would have to parse and encode the spec again. Share ``k`` runs in worker
+``k``, share 0 here; each worker sends back its share's result pickled through a pipe and
+leaves with ``os._exit`` (no ``atexit`` handler, no buffered output of ours flushed twice).
+A worker that dies, raises, or cannot send its result costs time, never the answer: that
+share is done again here (where an error raises as it would without workers). Z3 5.4's timers
+work in a forked child, after the parent used them, which ``tests/test_forked.py`` checks.
+
+Fork is used on Linux only (macOS's system frameworks are not fork-safe); elsewhere every
+share runs here, one after another.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+import pickle
+import signal
+import struct
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+SLOT = struct.Struct("<qq")  # (done, total) of one share
+
+
+def can_fork() -> bool:
+    return sys.platform.startswith("linux") and hasattr(os, "fork")
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity, not the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class Tally:
+    """Each share's (done, total), in memory the workers share: progress across processes."""
+
+    def __init__(self, shares: int) -> None:
+        self._mem = mmap.mmap(-1, SLOT.size * max(1, shares))
+
+    def set(self, share: int, done: int, total: int) -> None:
+        SLOT.pack_into(self._mem, share * SLOT.size, done, total)
+
+    def sums(self) -> tuple[int, int]:
+        done = total = 0
+        for off in range(0, len(self._mem), SLOT.size):
+            d, t = SLOT.unpack_from(self._mem, off)
+            done, total = done + d, total + t
+        return done, total
+
+
+class Shares(Generic[T]):
+    """``run(share)`` for ``share`` in ``range(count)``: shares 1.. in forked workers, share 0
+    here, then each worker's result (a share whose worker failed is run here again)."""
+
+    def __init__(self, count: int, run: Callable[[int], T]) -> None:
+        self.count = count
+        self.fork = can_fork() and count > 1
+        self._run = run
+        self.failures: list[str] = []  # why a worker's share was run here again
+
+    def results(self) -> list[T]:
+        if not self.fork:
+            return [self._run(k) for k in range(self.count)]
+        workers: list[tuple[int, int]] = []  # (pid, read end)
+        try:
+            for k in range(1, self.count):
+                workers.append(self._fork(k))
+            out: list[T] = [self._run(0)]
+            while workers:
+                pid, fd = workers.pop(0)  # collected (reaped, closed), or stopped below
+                out.append(self._collect(len(out), pid, fd))
+            return out
+        finally:
+            for pid, fd in workers:  # an exception here: stop the others, leave no zombie
+                _stop(pid, fd)
+
+    def _fork(self, k: int) -> tuple[int, int]:
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the worker: never returns into the caller's stack
+            code = 0
+            try:
+                os.close(r)
+                try:
+                    payload = pickle.dumps(("ok", self._run(k)), pickle.HIGHEST_PROTOCOL)
+                except BaseException:  # reported to the parent, which runs it again
+                    payload = pickle.dumps(("error", traceback.format_exc()))
+                with os.fdopen(w, "wb") as f:
+                    f.write(payload)
+            except BaseException:  # nothing could be sent: the parent runs it again
+                code = 1
+            finally:
+                os._exit(code)
+        os.close(w)
+        return pid, r
+
+    def _collect(self, k: int, pid: int, fd: int) -> T:
+        with os.fdopen(fd, "rb") as f:
+            data = f.read()
+        os.waitpid(pid, 0)
+        try:
+            status, value = pickle.loads(data)
+        except Exception as e:  # a worker that died: its share is run here
+            status, value = "died", f"{type(e).__name__}: {e}"
+        if status == "ok":
+            return value  # type: ignore[no-any-return]
+        self.failures.append(f"worker {k}: {value.strip().splitlines()[-1] if value else status}")
+        return self._run(k)
+
+
+def _stop(pid: int, fd: int) -> None:
+    with contextlib.suppress(ProcessLookupError, ChildProcessError):
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    with contextlib.suppress(OSError):
+        os.close(fd)

@@ -1,0 +1,109 @@
+"""NOTE(forked-shares): shares of work in forked workers come back whole, in share order; a
+worker that raises or dies costs time, never the answer; Z3's timers work in a worker."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+import z3
+
+from coherence.smt import forked
+from coherence.smt.forked import Shares, Tally
+
+pytestmark = pytest.mark.skipif(not forked.can_fork(), reason="fork is used on Linux only")
+
+
+def test_each_share_runs_in_its_own_process_and_comes_back_in_order() -> None:
+    parent = os.getpid()
+    shares = Shares(3, lambda k: (k, os.getpid()))
+    out = shares.results()
+    assert [k for k, _pid in out] == [0, 1, 2]
+    assert out[0][1] == parent
+    assert len({pid for _k, pid in out}) == 3
+    assert shares.failures == []
+
+
+def test_a_share_whose_worker_raises_is_run_again_here() -> None:
+    parent = os.getpid()
+
+    def run(k: int) -> int:
+        if os.getpid() != parent:
+            raise ValueError("only in the worker")
+        return k * 10
+    shares = Shares(2, run)
+    assert shares.results() == [0, 10]
+    assert len(shares.failures) == 1 and "ValueError: only in the worker" in shares.failures[0]
+
+
+def test_a_share_whose_worker_dies_is_run_again_here() -> None:
+    parent = os.getpid()
+
+    def run(k: int) -> str:
+        if os.getpid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return f"share {k}"
+    shares = Shares(3, run)
+    assert shares.results() == ["share 0", "share 1", "share 2"]
+    assert len(shares.failures) == 2
+
+
+def test_an_error_here_stops_the_workers() -> None:
+    parent = os.getpid()
+    tally = Tally(2)
+
+    def run(k: int) -> int:
+        if os.getpid() == parent:
+            while tally.sums()[1] == 0:  # until the worker has said who it is
+                time.sleep(0.01)
+            raise KeyError("here")
+        tally.set(k, 0, os.getpid())
+        signal.pause()  # a worker that would never end on its own
+        return k
+    with pytest.raises(KeyError):
+        Shares(2, run).results()
+    worker = tally.sums()[1]
+    assert worker not in (0, parent)
+    with pytest.raises(ProcessLookupError):  # killed and reaped
+        os.kill(worker, 0)
+
+
+def test_without_fork_every_share_runs_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(forked, "can_fork", lambda: False)
+    parent = os.getpid()
+    assert Shares(3, lambda k: (k, os.getpid())).results() == [(0, parent), (1, parent),
+                                                               (2, parent)]
+
+
+def test_z3_timeouts_fire_in_a_worker_after_the_parent_used_them() -> None:
+    """Z3's timer threads are a pool in the parent; a forked worker has none of them. A
+    worker whose timer never fired would hang: the alarm kills it, and the share would come
+    back as a failure."""
+    def hard(ms: int) -> str:
+        x, y, z = z3.Ints("x y z")
+        s = z3.Solver()
+        s.set("timeout", ms)
+        s.add(x * x * x + y * y * y + z * z * z == 42, x > 10**6)
+        return str(s.check())
+    assert hard(50) == "unknown"  # the parent's pool now has a timer thread
+
+    def run(k: int) -> list[str]:
+        signal.alarm(60)
+        try:
+            return [hard(50) for _ in range(3)]
+        finally:
+            signal.alarm(0)
+    shares = Shares(2, run)
+    assert shares.results() == [["unknown"] * 3] * 2
+    assert shares.failures == []
+
+
+def test_tally_sums_what_every_worker_wrote() -> None:
+    tally = Tally(3)
+
+    def run(k: int) -> None:
+        tally.set(k, k + 1, 10)
+    Shares(3, run).results()
+    assert tally.sums() == (6, 30)
