@@ -107,3 +107,36 @@ def test_tally_sums_what_every_worker_wrote() -> None:
         tally.set(k, k + 1, 10)
     Shares(3, run).results()
     assert tally.sums() == (6, 30)
+
+
+def test_mining_filters_in_a_worker_beside_the_callers_work(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``mine(beside=..., fork=True)``: the caller's work runs here with the templates while a
+    worker filters; the candidates come back as the ones filtered here, atoms and all."""
+    from helpers import ROOT
+
+    from coherence.smt.infer_mine import explore, mine
+    from coherence.spec.load import load_spec
+    model = load_spec(ROOT / "tests" / "specs" / "infer" / "sharer_counter.coh")
+    here, stats, _tpl = mine(model, (2, 3), 50_000, float("inf"), source=explore)
+    parent = os.getpid()
+    seen: list[tuple[int, object]] = []
+    forks: list[int] = []
+    real = os.fork
+
+    def fork() -> int:
+        pid = real()
+        if pid:
+            forks.append(pid)
+        return pid
+    monkeypatch.setattr(forked.os, "fork", fork)
+    there, stats2, tpl2 = mine(model, (2, 3), 50_000, float("inf"), source=explore,
+                               beside=lambda t: seen.append((os.getpid(), t)), fork=True)
+    assert len(forks) == 1 and seen == [(parent, tpl2)]
+    assert stats2.notes == []
+    assert [c.text for c in there] == [c.text for c in here] and len(here) > 10
+    assert [c.cols for c in there] == [c.cols for c in here]
+    # the atoms are this process's templates' own objects
+    assert all(a is tpl2.slots[c.kind][col][0]
+               for c in there for (a, _w, _p), (col, _q) in zip(c.lits, c.cols, strict=True))
+    assert (stats2.generated, stats2.rows) == (stats.generated, stats.rows)

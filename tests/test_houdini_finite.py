@@ -196,8 +196,9 @@ def test_witnesses_answer_only_satisfiable_queries(monkeypatch: pytest.MonkeyPat
     answered: list[bool] = []
     query, witness = infer_finite._Lazy._query, infer_finite._Lazy._witness
 
-    def asked(self: infer_finite._Lazy, chosen: set[int], live_t: set[str]) -> object:
-        answer = query(self, chosen, live_t)
+    def asked(self: infer_finite._Lazy, chosen: set[int], live_t: set[str],
+              without: int | None = None) -> object:
+        answer = query(self, chosen, live_t, without)
         if answer == z3.sat:
             own.append(witness(self, chosen, live_t))
         return answer
@@ -216,6 +217,38 @@ def test_witnesses_answer_only_satisfiable_queries(monkeypatch: pytest.MonkeyPat
     assert own and all(own), own
     assert all(answered), answered
     assert result.stats["houdini"]["witnessed"] == len(answered)
+
+
+def test_minimising_in_the_narrower_search_keeps_the_same_candidates(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # NOTE(minimize-without): each query asks for a pre-state falsifying the candidate it
+    # would drop; minimised again on the same selection without that, the same set comes out
+    from coherence.smt import infer_finite
+    from coherence.smt.infer import InferOptions, infer
+    minimize, query = infer_finite._Lazy.minimize, infer_finite._Lazy._query
+    pairs: list[tuple[set[int], set[int]]] = []
+
+    def wide(self: infer_finite._Lazy, chosen: set[int], live_t: set[str],
+             without: int | None = None) -> object:
+        return query(self, chosen, live_t)
+
+    def twice(self: infer_finite._Lazy, chosen: set[int], live_t: set[str]) -> set[int]:
+        narrow = minimize(self, chosen, live_t)
+        with monkeypatch.context() as m:
+            m.setattr(infer_finite._Lazy, "_query", wide)
+            self.witnesses.clear()  # every query of the wide run asked of Z3
+            pairs.append((narrow, minimize(self, chosen, live_t)))
+        return narrow
+    monkeypatch.setattr(infer_finite._Lazy, "minimize", twice)
+    for spec in ("sharer_counter", "german"):
+        model = load_spec(ROOT / "tests" / "specs" / "infer" / f"{spec}.coh")
+        model = drop_properties(model, [p.name for p in model.properties])
+        result = infer(model, InferOptions(rlimit=20_000_000, final_rlimit=150_000_000,
+                                           explore_seconds=float("inf")))
+        assert result.proof.verdict == "holds", (spec, result.missing)
+    assert len(pairs) == 2
+    for narrow, wide_set in pairs:
+        assert narrow == wide_set and narrow
 
 
 def test_candidates_the_others_imply_are_dropped_before_minimising(

@@ -62,11 +62,12 @@ class Tally:
 
 class Shares(Generic[T]):
     """``run(share)`` for ``share`` in ``range(count)``: shares 1.. in forked workers, share 0
-    here, then each worker's result (a share whose worker failed is run here again)."""
+    here, then each worker's result (a share whose worker failed is run here again). Without
+    ``fork`` (or where fork is not used), every share runs here, in order."""
 
-    def __init__(self, count: int, run: Callable[[int], T]) -> None:
+    def __init__(self, count: int, run: Callable[[int], T], fork: bool = True) -> None:
         self.count = count
-        self.fork = can_fork() and count > 1
+        self.fork = fork and can_fork() and count > 1
         self._run = run
         self.failures: list[str] = []  # why a worker's share was run here again
 

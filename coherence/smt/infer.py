@@ -45,7 +45,9 @@ class InferOptions:
     cutoff: int = 4  # agents of the finite Houdini's instance
     timeout: float | None = None  # Houdini's and the final proof's, each (prove --timeout)
     final_rlimit: int | None = None  # the final proof's (prove --rlimit)
-    jobs: int = 1  # processes of the final proof (prove --jobs, NOTE(forked-shares))
+    # processes (prove --jobs, NOTE(forked-shares)): with 2 or more, a worker filters the
+    # candidates while Houdini's instance is encoded, and the final proof is dealt to ``jobs``
+    jobs: int = 1
 
 
 @attrs.define
@@ -68,8 +70,8 @@ def infer(model: ir.Model, options: InferOptions | None = None,
     spec outside the fragment of ``--agents any``, before any exploration. ``source``: how
     mining gets reachable states (``infer_mine.StateSource``; default the reference search),
     e.g. the compiled engine's, which only the command layer may import."""
-    from coherence.smt.infer_finite import houdini_finite
-    from coherence.smt.infer_mine import explore, mine
+    from coherence.smt.infer_finite import Instance, encode_instance, houdini_finite
+    from coherence.smt.infer_mine import Templates, explore, mine
     from coherence.smt.infer_qf import houdini_qf
     from coherence.smt.infer_repair import ROUNDS, repairs
     from coherence.smt.param import ParamEncoder
@@ -86,8 +88,17 @@ def infer(model: ir.Model, options: InferOptions | None = None,
                           jobs=opts.jobs)
         return InferResult(proof, [], {}, f"no inference: {unsupported.message}", model)
     say("exploring small instances")
+    instance: list[Instance | Unsupported] = []
+
+    def encode(tpl: Templates) -> None:  # beside the filter (NOTE(forked-shares))
+        try:
+            instance.append(encode_instance(model, tpl, opts.cutoff))
+        except Unsupported as e:  # raised where Houdini runs, as it was
+            instance.append(e)
+    finite = opts.houdini != "qf"
     cands, mstats, templates = mine(model, opts.sizes, opts.max_states, opts.explore_seconds,
-                                    opts.literals, source=source or explore)
+                                    opts.literals, source=source or explore,
+                                    beside=encode if finite else None, fork=opts.jobs > 1)
     t1 = time.perf_counter()
     if mstats.broken is not None:
         refuted = _refute_early(model, mstats.broken, opts, t0, say)
@@ -104,7 +115,8 @@ def infer(model: ir.Model, options: InferOptions | None = None,
     else:
         try:
             h = houdini_finite(model, cands, templates, opts.cutoff, progress=say,
-                               rlimit=opts.rlimit, seconds=opts.timeout)
+                               rlimit=opts.rlimit, seconds=opts.timeout,
+                               instance=instance[0] if instance else None)
         except Unsupported as e:  # out of units: no inferred line, the proof says the rest
             from coherence.smt.infer_finite import FiniteResult
             h = FiniteResult([], [], [e.message], {"queries": 0, "unknown": 1})
@@ -161,6 +173,7 @@ def infer(model: ir.Model, options: InferOptions | None = None,
         "unknown_checks": h.stats["unknown"],
         "houdini": {"kind": opts.houdini, **h.stats},
         "repairs": repaired,
+        **({"notes": mstats.notes} if mstats.notes else {}),
         "seconds": {"explore": round(mstats.seconds_explore, 3),
                     "filter": round(mstats.seconds_filter, 3),
                     "houdini": round(t2 - t1, 3), "final_proof": round(t3 - t2, 3),

@@ -23,6 +23,7 @@ quantifier-free parameterised weakening (``infer_qf``) is the other selection; t
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable, Iterable, Sequence
 from itertools import permutations
@@ -438,14 +439,26 @@ def _for_agent0(enc: Encoder, a: Any, keys: dict[str, list[tuple[int, int, int]]
     return enc.msg_index[message] == t and receiver == dst and (src == 0 or dst == 0)
 
 
-def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agents: int = 4,
-                   progress: Callable[[str], None] | None = None,
-                   rlimit: int = CHECK_RLIMIT, seconds: float | None = None) -> FiniteResult:
-    """A small set of candidates (``support``) that, with the targets, is inductive at
-    ``agents`` agents; ``alive`` is what no counterexample dropped. ``seconds``: a wall-clock
-    cap on the whole selection (``prove --timeout``); past it, ``Unsupported``."""
+@attrs.define
+class Instance:
+    """Houdini's encoding of the cutoff instance: what needs the templates but not the
+    candidates, so ``infer`` makes it while a worker filters them (``mine``'s ``beside``)."""
+
+    inst: ir.Model
+    enc: Encoder
+    cur: Any  # the pre-state, keyed slots fixed
+    at_cur: AtomTerms
+    at_nxt: AtomTerms
+    targets: dict[str, tuple[Any, Any]]  # name -> (bad at cur, bad at nxt)
+    tind: dict[str, Any]
+    base: list[Any]
+    states: list[Any]  # ``base`` without the transition
+    seconds: float
+
+
+def encode_instance(model: ir.Model, tpl: Templates, agents: int = 4) -> Instance:
+    """The cutoff instance of ``agents`` agents, its atoms and Houdini's targets."""
     from coherence.spec.load import rebind
-    say = progress or (lambda _s: None)
     t0 = time.perf_counter()
     if model.lines != 1:
         raise Unsupported("inference needs one line (--param lines=1)", NO_SPAN)
@@ -478,7 +491,6 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
     exprs = atom_exprs(inst, tpl)
     at_cur = AtomTerms(enc, exprs, cur)
     at_nxt = AtomTerms(enc, exprs, nxt)
-    n = enc.n
     targets: dict[str, tuple[Any, Any]] = {}  # name -> (bad at cur, bad at nxt)
     for (kind, name), (bad, _extra) in system.groups.items():
         if kind == "deadlock":
@@ -498,23 +510,49 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
     # what a pre-state satisfies without the transition: all the minimisation's implication
     # pass (``_Lazy.implied``) needs
     states = [f for f in base if f is not trans]
+    return Instance(inst, enc, cur, at_cur, at_nxt, targets, tind, base, states,
+                    time.perf_counter() - t0)
+
+
+def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agents: int = 4,
+                   progress: Callable[[str], None] | None = None,
+                   rlimit: int = CHECK_RLIMIT, seconds: float | None = None,
+                   instance: Instance | Unsupported | None = None) -> FiniteResult:
+    """A small set of candidates (``support``) that, with the targets, is inductive at
+    ``agents`` agents; ``alive`` is what no counterexample dropped. ``seconds``: a wall-clock
+    cap on the whole selection (``prove --timeout``); past it, ``Unsupported``.
+    ``instance``: ``encode_instance(model, tpl, agents)`` made earlier (or why it could not
+    be: raised here), else made here."""
+    say = progress or (lambda _s: None)
+    t0 = time.perf_counter()
+    if isinstance(instance, Unsupported):
+        raise instance
+    ins = instance if instance is not None else encode_instance(model, tpl, agents)
+    encoded = ins.seconds if instance is not None else time.perf_counter() - t0
+    t0 = time.perf_counter() - encoded  # as if encoded here: the cap counts it
+    n = ins.enc.n
+    targets = ins.targets
+    # Z3 reuses the ids of freed terms, and its answers (so Houdini's picks) follow the ids:
+    # free every garbage term now, so the search starts alike whether the filter ran in this
+    # process or in a worker (``prove --jobs``), and collections come at the same points after
+    gc.collect()
     solver = z3.SolverFor("QF_BV")
     solver.set("rlimit", rlimit)
-    solver.add(*base)
+    solver.add(*ins.base)
     t1 = time.perf_counter()
-    say(f"Houdini at {n} agents: {len(cands)} candidates, atoms encoded ({t1 - t0:.1f} s)")
-    run = _Lazy(solver, cands, tpl, at_cur, at_nxt, n, targets, tind)
-    run.base, run.states, run.rlimit = base, states, rlimit
+    say(f"Houdini at {n} agents: {len(cands)} candidates, atoms encoded ({encoded:.1f} s)")
+    run = _Lazy(solver, cands, tpl, ins.at_cur, ins.at_nxt, n, targets, ins.tind)
+    run.base, run.states, run.rlimit = ins.base, ins.states, rlimit
     run.deadline = None if seconds is None else t0 + seconds
-    forward = Forward(inst, tpl, cands)  # NOTE(houdini-forward)
-    run.forward = lambda m, alive: forward.dropped(state_of(enc, m, cur), alive)
+    forward = Forward(ins.inst, tpl, cands)  # NOTE(houdini-forward)
+    run.forward = lambda m, alive: forward.dropped(state_of(ins.enc, m, ins.cur), alive)
     chosen, alive, failed = run.solve(say)
     t2 = time.perf_counter()
     picked = len(chosen)
     # on a solver free of the selection's goals and learnt clauses: 2x faster
     run.solver = z3.SolverFor("QF_BV")
     run.solver.set("rlimit", rlimit)
-    run.solver.add(*base, *[z3.Implies(run.ind[k], run.pre[k]) for k in chosen])
+    run.solver.add(*ins.base, *[z3.Implies(run.ind[k], run.pre[k]) for k in chosen])
     live_t = set(targets) - set(failed)
     implied = run.implied(chosen, live_t)
     chosen = run.minimize(chosen - implied, live_t)
@@ -524,8 +562,9 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
              "forward_states": forward.explored, "forward_disagreements": forward.disagreements,
              "dropped": len(cands) - len(alive), "agents": n, "picked": picked,
              "minimized": len(chosen),
-             "seconds": {"encode": round(t1 - t0, 3), "fixpoint": round(t2 - t1, 3),
-                         "support": round(t3 - t2, 3)}}
+             "seconds": {"encode": round(t1 - t0, 3),
+                         "fixpoint": round(t2 - t1, 3), "support": round(t3 - t2, 3)},
+             "encoded_beside_mining": instance is not None}
     return FiniteResult(sorted(alive), sorted(chosen), failed, stats)
 
 
@@ -553,6 +592,7 @@ class _Lazy:
         self.states: list[Any] = []  # the part of ``base`` about the pre-state alone
         # NOTE(houdini-witnesses): the models of the sat queries, as valuers
         self.witnesses: list[Callable[[Any], bool]] = []
+        self.model: Any = None  # the last sat query's model
         self.witnessed = 0  # minimisation queries a witness answered
         self.rlimit = CHECK_RLIMIT
         self.ind: dict[int, Any] = {}
@@ -570,15 +610,20 @@ class _Lazy:
             self.solver.add(z3.Implies(self.ind[k], self.pre[k]))
             self.post[k] = formula(self.cands[k], self.tpl, self.at_nxt, self.n)
 
-    def _query(self, chosen: set[int], live_t: set[str]) -> Any:
+    def _query(self, chosen: set[int], live_t: set[str], without: int | None = None) -> Any:
         """Is there a step from a state satisfying ``chosen`` and the targets ``live_t`` to
-        one violating one of them? (sat: a counterexample to induction, in the model)"""
+        one violating one of them? (sat: a counterexample to induction, in the model)
+        ``without``: a candidate that, with ``chosen``, is inductive; its pre-state is then
+        asked to falsify it, which only narrows the search (NOTE(minimize-without))."""
         act = z3.Bool(f"round_{self.queries}")
         goal = [self.targets[t][1] for t in sorted(live_t)]
         goal += [_not(self.post[k]) for k in sorted(chosen)]
         if self.queries and self.queries % REBUILD_EVERY == 0:
             self.rebuild()
-        self.solver.add(z3.Implies(act, any_of(goal)))
+        asked = any_of(goal)
+        if without is not None:
+            asked = z3.And(asked, _not(self.pre[without]))
+        self.solver.add(z3.Implies(act, asked))
         self.queries += 1
         if self.deadline is not None:
             left = self.deadline - time.perf_counter()
@@ -593,7 +638,9 @@ class _Lazy:
             raise Unsupported(f"Houdini at {self.n} agents: Z3 answered unknown "
                               f"({self.solver.reason_unknown()})", NO_SPAN)
         if answer == z3.sat:
-            self.witnesses.append(_valuer(self.solver.model()))
+            # one model per query (Z3 builds it anew on each call: 3 ms each for German)
+            self.model = self.solver.model()
+            self.witnesses.append(_valuer(self.model))
         return answer
 
     def _witness(self, chosen: set[int], live_t: set[str]) -> bool:
@@ -649,13 +696,20 @@ class _Lazy:
     def minimize(self, chosen: set[int], live_t: set[str]) -> set[int]:
         """Drop every chosen candidate the others and the targets do without, the most
         complex first (one query each: the issue's minimal output). The lazy selection adds a
-        candidate per counterexample, and a later one often subsumes an earlier one."""
+        candidate per counterexample, and a later one often subsumes an earlier one.
+
+        NOTE(minimize-without): ``out`` is inductive with the targets throughout (the chosen
+        set is, ``implied`` keeps it so, and a candidate leaves only when the rest is). So a
+        step from a state of ``out - {k}`` that breaks it starts where ``k`` is false (where
+        ``k`` holds, the state satisfies ``out``, whose steps break nothing): each query asks
+        for such a pre-state, the same answer in a narrower search, and the same set comes
+        out."""
         out = set(chosen)
         for k in self._simplest_last(chosen):
             if self._witness(out - {k}, live_t):
                 self.witnessed += 1
                 continue
-            if self._query(out - {k}, live_t) == z3.unsat:
+            if self._query(out - {k}, live_t, without=k) == z3.unsat:
                 out.discard(k)
         return out
 
@@ -670,7 +724,7 @@ class _Lazy:
         while True:
             if self._query(chosen, live_t) == z3.unsat:
                 return chosen, alive, failed
-            value = _valuer(self.solver.model())
+            value = self.witnesses[-1]  # the model of this query's answer
             pick = next((k for k in order if k in alive and k not in chosen
                          and not holds(cands[k], tpl, self.at_cur, n, value)), None)
             if pick is not None:
@@ -680,7 +734,7 @@ class _Lazy:
                 continue
             dropped = {k for k in alive if not holds(cands[k], tpl, self.at_nxt, n, value)}
             if self.forward is not None:  # NOTE(houdini-forward)
-                dropped |= self.forward(self.solver.model(), alive)
+                dropped |= self.forward(self.model, alive)
             broke = [t for t in live_t if value(self.targets[t][1])]
             if not dropped and not broke:  # the composition and the formula disagree
                 dropped = {k for k in chosen if not value(self.post[k])}

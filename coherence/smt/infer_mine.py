@@ -241,16 +241,15 @@ def violated(cand: Candidate, rows: dict[str, list[tuple[bool, ...]]]) -> bool:
     return any(all(row[c] == p for c, p in cand.cols) for row in rows[cand.kind])
 
 
-def _tables(model: ir.Model, voc: Vocabulary, states_by_size: list[list[State]],
-            pairs: bool) -> tuple[Templates, dict[str, Table]]:
-    tpl = Templates(model, voc, pairs)
+def _tables(model: ir.Model, tpl: Templates, states_by_size: list[list[State]]
+            ) -> dict[str, Table]:
     tables = {k: Table(v) for k, v in tpl.slots.items()}
     sem = Semantics(model)
     for states in states_by_size:
         for s in states:
             for k, rows in tpl.rows(sem, s).items():
                 tables[k].rows.update(rows)
-    return tpl, tables
+    return tables
 
 
 @attrs.define
@@ -263,14 +262,21 @@ class MineStats:
     seconds_filter: float
     broken: tuple[int, str, int] | None = None  # (agents, failure, depth): the first met
     engines: list[tuple[str, str | None]] = attrs.Factory(list)  # per size: engine, note
+    notes: list[str] = attrs.Factory(list)  # a forked filter that failed (run again here)
 
 
 def mine(model: ir.Model, sizes: Iterable[int] = (2, 3), max_states: int = 20_000,
          explore_seconds: float = 6.0, max_literals: dict[str, int] | None = None,
          pairs: bool = True, source: StateSource = explore,
+         beside: Callable[[Templates], None] | None = None, fork: bool = False,
          ) -> tuple[list[Candidate], MineStats, Templates]:
     """Candidates that hold in every explored state of every size in ``sizes`` (found by
-    ``source``: the reference search unless the caller passes a faster one)."""
+    ``source``: the reference search unless the caller passes a faster one).
+
+    ``beside(templates)``: work that needs the templates but not the candidates (``infer``
+    encodes Houdini's instance), run once they are known; with ``fork``, here while a forked
+    worker filters the candidates (NOTE(forked-shares): mining is pure Python and makes no Z3
+    term, so the worker's candidates and this process's terms are what one process makes)."""
     t0 = time.perf_counter()
     deadline = t0 + explore_seconds
     explored: list[Explored] = []
@@ -289,7 +295,45 @@ def mine(model: ir.Model, sizes: Iterable[int] = (2, 3), max_states: int = 20_00
     voc = vocabulary(model, undef)
     limits = {"global": 3, "agent": 3, "pair": 3, "triple": 2, "msg": 3}
     limits.update(max_literals or {})
-    tpl, tables = _tables(model, voc, [ex.states for ex in explored], pairs)
+    tpl = Templates(model, voc, pairs)
+
+    Found = tuple[list[tuple[str, str, int, tuple[tuple[int, bool], ...]]], int, dict[str, int]]
+
+    def filtered() -> Found:
+        # (kind, text, size, columns) per candidate: its atoms are the templates' (a worker's
+        # are this process's, forked), and an atom is no picklable value
+        tables = _tables(model, tpl, [ex.states for ex in explored])
+        found, tried = _candidates(tpl, voc, tables, limits)
+        return ([(c.kind, c.text, c.size, c.cols) for c in found], tried,
+                {k: len(t.rows) for k, t in tables.items()})
+    notes: list[str] = []
+    if beside is None:
+        flat, generated, rows = filtered()
+    else:
+        from coherence.smt.forked import Shares
+
+        def share(k: int) -> Found | None:
+            if k == 0:
+                beside(tpl)
+                return None
+            return filtered()
+        shares = Shares(2, share, fork=fork)
+        found = shares.results()[1]
+        assert found is not None
+        flat, generated, rows = found
+        notes += [f"the filter was run again in the main process ({why})"
+                  for why in shares.failures]
+    out = [Candidate(kind, text, size, tuple((*tpl.slots[kind][c], p) for c, p in cols), cols)
+           for kind, text, size, cols in flat]
+    stats = MineStats([(ex.agents, len(ex.states), ex.complete, ex.seconds) for ex in explored],
+                      rows, generated, len(out), t1 - t0, time.perf_counter() - t1, broken,
+                      [(ex.engine, ex.note) for ex in explored], notes)
+    return out, stats, tpl
+
+
+def _candidates(tpl: Templates, voc: Vocabulary, tables: dict[str, Table],
+                limits: dict[str, int]) -> tuple[list[Candidate], int]:
+    """The clauses no row of their table satisfies, and how many conjunctions were tested."""
     out: list[Candidate] = []
     generated = 0
     for kind, table in tables.items():
@@ -305,12 +349,7 @@ def mine(model: ir.Model, sizes: Iterable[int] = (2, 3), max_states: int = 20_00
         cands, tried = _enumerate(kind, table, k)
         generated += tried
         out += cands
-    out = _across_templates(out)
-    stats = MineStats([(ex.agents, len(ex.states), ex.complete, ex.seconds) for ex in explored],
-                      {k: len(t.rows) for k, t in tables.items()}, generated, len(out),
-                      t1 - t0, time.perf_counter() - t1, broken,
-                      [(ex.engine, ex.note) for ex in explored])
-    return out, stats, tpl
+    return _across_templates(out), generated
 
 
 def _across_templates(cands: list[Candidate]) -> list[Candidate]:
