@@ -7,9 +7,10 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers import PROOF_RLIMIT, SPECS
+from helpers import AUX, MUTEX, PROOF_RLIMIT, SPECS
 
 from coherence.cli import main
+from coherence.smt.forked import can_fork
 from coherence.traces_io import load_traces
 
 LITERAL = str(SPECS / "broadcast_invalidate.coh")
@@ -81,6 +82,8 @@ def test_any_n_keeps_the_command_lines_parameters(capsys: pytest.CaptureFixture[
     ["--agents", "any", "--bmc", "3"],
     ["--agents", "2", "--bmc", "2", "--skip", "nosuch"],
     ["--agents", "2", "--bmc", "2", "--rlimit", "0"],
+    ["--agents", "any", "--jobs", "0"],
+    ["--agents", "any", "--jobs", "two"],
 ])
 def test_bad_input_exits_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["prove", LITERAL, *argv]) == 2
@@ -123,3 +126,16 @@ def test_a_capacity_from_the_number_of_agents_is_located(
     at = err.index(f"{spec}:3:9: error: this depends on the number of agents as a number, "
                    "which a proof for every N cannot encode")
     assert err[at + 1:at + 3] == ["  network net: fifo, capacity = CAP;", "          ^"], err
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_jobs_settle_a_proof_for_every_n(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                         jobs: str) -> None:
+    spec = tmp_path / "mutex.coh"
+    spec.write_text(MUTEX + AUX)
+    code = main(["prove", str(spec), "--agents", "any", "--jobs", jobs, "--json",
+                 "--rlimit", str(PROOF_RLIMIT)])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and doc["verdict"] == "holds"
+    assert doc["jobs"] == (int(jobs) if can_fork() else 1)
+    assert "invariant:mutex" in doc["proved"]

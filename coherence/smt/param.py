@@ -821,6 +821,7 @@ class ParamResult:
     settled: list[tuple[str, int, int]] = attrs.Factory(list)  # Query.key of each proved
     # NOTE(param-hierarchy): a hierarchical spec's free index type; ``instance`` counts its ids
     over: str | None = None
+    jobs: int = 1  # processes that settled the obligations (NOTE(forked-shares))
 
     @property
     def unit(self) -> str:
@@ -1265,6 +1266,16 @@ def _prove(model: ir.Model, budget: Budget, refute_depth: int, notes: list[str],
     outcomes = sorted((o for share in shares.results() for o in share), key=lambda o: o.at)
     notes += [f"a worker's share was settled again in the main process ({why})"
               for why in shares.failures]
+    result = _read(outcomes, model, refute_depth, budget, notes, progress, shape, tally)
+    result.jobs = count if shares.fork else 1
+    return result
+
+
+def _read(outcomes: list[Outcome], model: ir.Model, refute_depth: int, budget: Budget,
+          notes: list[str], progress: Callable[[int, int, str], None] | None, shape: Any,
+          tally: Any) -> ParamResult:
+    """The verdict of the outcomes read in query order (then, when a property is not proved,
+    the search for a concrete counterexample)."""
     settled: list[tuple[str, int, int]] = []
     status: dict[str, str] = {}
     ctis: list[str] = []

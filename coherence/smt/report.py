@@ -152,6 +152,6 @@ def param_json(model: Model, result: Any) -> dict[str, Any]:
             "counterexamples_to_induction": result.ctis,
             "cti_states": [{"summary": c.summary, "groups": c.groups, "pre_state": c.pre,
                             "step": c.step.to_json()} for c in result.cti_details],
-            "notes": result.notes,
+            "notes": result.notes, "jobs": result.jobs,
             "seconds": round(result.seconds, 4), "failures": failures_json(result.failures),
             "generated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
