@@ -10,6 +10,8 @@ import re
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from coherence.engines import check
 from coherence.errors import SpecError
 from coherence.ir import Model
@@ -322,3 +324,21 @@ def msi_home_acks_houdini() -> Model:
     from coherence.spec.select import drop_properties
     return extend(drop_properties(load_spec(MSI_HOME_ACKS), ["coherent"]),
                   MSI_HOME_ACKS_HOUDINI.read_text())
+
+
+def counted_forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The pids of the workers ``coherence.smt.forked`` forks from here on (NOTE(forked-shares)),
+    as this process sees them; ``monkeypatch`` undoes the count."""
+    import os
+
+    from coherence.smt import forked
+    made: list[int] = []
+    real = os.fork
+
+    def fork() -> int:
+        pid = real()
+        if pid:
+            made.append(pid)
+        return pid
+    monkeypatch.setattr(forked.os, "fork", fork)
+    return made

@@ -113,7 +113,7 @@ def test_mining_filters_in_a_worker_beside_the_callers_work(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """``mine(beside=..., fork=True)``: the caller's work runs here with the templates while a
     worker filters; the candidates come back as the ones filtered here, atoms and all."""
-    from helpers import ROOT
+    from helpers import ROOT, counted_forks
 
     from coherence.smt.infer_mine import explore, mine
     from coherence.spec.load import load_spec
@@ -121,15 +121,7 @@ def test_mining_filters_in_a_worker_beside_the_callers_work(
     here, stats, _tpl = mine(model, (2, 3), 50_000, float("inf"), source=explore)
     parent = os.getpid()
     seen: list[tuple[int, object]] = []
-    forks: list[int] = []
-    real = os.fork
-
-    def fork() -> int:
-        pid = real()
-        if pid:
-            forks.append(pid)
-        return pid
-    monkeypatch.setattr(forked.os, "fork", fork)
+    forks = counted_forks(monkeypatch)
     there, stats2, tpl2 = mine(model, (2, 3), 50_000, float("inf"), source=explore,
                                beside=lambda t: seen.append((os.getpid(), t)), fork=True)
     assert len(forks) == 1 and seen == [(parent, tpl2)]

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers import AUX, MUTEX, PROOF_RLIMIT, SPECS
+from helpers import AUX, MUTEX, PROOF_RLIMIT, SPECS, counted_forks
 
 from coherence.smt import forked, param
 from coherence.smt.param import ParamResult, obligations, prove_all
@@ -29,16 +29,7 @@ def _same(a: ParamResult, b: ParamResult) -> None:
 @pytest.fixture
 def forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The workers forked (counted in this process)."""
-    made: list[int] = []
-    real = os.fork
-
-    def fork() -> int:
-        pid = real()
-        if pid:
-            made.append(pid)
-        return pid
-    monkeypatch.setattr(forked.os, "fork", fork)
-    return made
+    return counted_forks(monkeypatch)
 
 
 def test_german_is_proved_by_two_processes_as_by_one(forks: list[int]) -> None:
