@@ -26,6 +26,7 @@ from coherence.progress import (
     reporting,
     resolve_mode,
 )
+from coherence.smt.forked import can_fork
 
 SPECS = Path(__file__).resolve().parent.parent / "specs"
 MSI = str(SPECS / "msi_snooping.coh")
@@ -242,7 +243,8 @@ def test_prove_reports_each_depth(argv: list[str], done_total: tuple[int, int],
 
 def test_prove_for_every_n_reports_each_obligation(capsys: pytest.CaptureFixture[str]) -> None:
     code, doc, recs = run_verb(["prove", str(SPECS / "gpu_write_through.coh"), "--agents", "any",
-                                "--skip", "coherent", "--rlimit", "2000000"], capsys)
+                                "--skip", "coherent", "--rlimit", "2000000", "--jobs", "1"],
+                               capsys)
     assert_stream(recs, "coherence prove", code)
     assert recs[0]["bounds"] == {"timeout": None, "rlimit": 2000000} and recs[0]["params"] == {}
     steps = [r for r in recs if r["type"] == "progress"]
@@ -251,6 +253,27 @@ def test_prove_for_every_n_reports_each_obligation(capsys: pytest.CaptureFixture
     assert [r["done"] for r in steps[:total]] == list(range(total))  # one per obligation
     assert all(r["message"].startswith("obligation ") for r in steps[:total])
     assert recs[-1]["verdict"] == doc["verdict"]
+
+
+def test_prove_over_two_processes_counts_every_processs_obligations(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # NOTE(forked-shares): the main process reports its own obligations, with what every
+    # process has done and has to do (a worker's total counts once it has built its share)
+    argv = ["prove", str(SPECS / "gpu_write_through.coh"), "--agents", "any", "--skip",
+            "coherent", "--rlimit", "2000000"]
+    _code, _doc, one = run_verb([*argv, "--jobs", "1"], capsys)
+    obligations = next(r for r in one if r["type"] == "progress")["total"]
+    code, doc, recs = run_verb([*argv, "--jobs", "2"], capsys)
+    assert_stream(recs, "coherence prove", code)
+    steps = [r for r in recs if r["type"] == "progress"]
+    done = [r["done"] for r in steps]
+    assert done == sorted(done) and all(r["done"] <= r["total"] for r in steps)
+    assert all(r["message"].startswith(("obligation ", "looking for a counterexample"))
+               for r in steps)
+    assert max(r["total"] for r in steps) == obligations
+    # the main process's share: about half of them, one record each
+    assert obligations // 4 < len(steps) < obligations
+    assert doc["jobs"] == (2 if can_fork() else 1) and recs[-1]["verdict"] == doc["verdict"]
 
 
 def test_fuzz_reports_runs(capsys: pytest.CaptureFixture[str]) -> None:
