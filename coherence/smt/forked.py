@@ -71,14 +71,23 @@ class Shares(Generic[T]):
         self._run = run
         self.failures: list[str] = []  # why a worker's share was run here again
 
-    def results(self) -> list[T]:
+    def results(self, stop: Callable[[T], bool] | None = None) -> list[T]:
+        """Every share's result, in share order. ``stop(result)`` true of share 0's: the
+        workers are stopped instead, and only that result comes back (an interrupted run)."""
         if not self.fork:
-            return [self._run(k) for k in range(self.count)]
+            out = []
+            for k in range(self.count):
+                out.append(self._run(k))
+                if stop is not None and stop(out[-1]):
+                    break
+            return out
         workers: list[tuple[int, int]] = []  # (pid, read end)
         try:
             for k in range(1, self.count):
                 workers.append(self._fork(k))
             out: list[T] = [self._run(0)]
+            if stop is not None and stop(out[0]):
+                return out  # the workers are stopped below
             while workers:
                 pid, fd = workers.pop(0)  # collected (reaped, closed), or stopped below
                 out.append(self._collect(len(out), pid, fd))

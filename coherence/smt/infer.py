@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from coherence import ir
+from coherence.smt import interrupt
 from coherence.smt.param import ParamResult, _check_agents_free, prove_all
 from coherence.smt.state import Unsupported
 from coherence.smt.z3_owner import owns_z3
@@ -69,7 +70,23 @@ def infer(model: ir.Model, options: InferOptions | None = None,
     """Mine, select and prove (see the module docstring). Raises ``Unsupported`` (exit 2) for a
     spec outside the fragment of ``--agents any``, before any exploration. ``source``: how
     mining gets reachable states (``infer_mine.StateSource``; default the reference search),
-    e.g. the compiled engine's, which only the command layer may import."""
+    e.g. the compiled engine's, which only the command layer may import. A SIGINT ends it
+    with an unknown verdict (NOTE(prove-interrupt))."""
+    t0 = time.perf_counter()
+    with interrupt.noting_sigint():
+        try:
+            return _infer(model, options, progress, source)
+        except interrupt.Interrupted:
+            from coherence.smt.param import NOTE_DEADLOCK
+            proof = ParamResult("unknown", [], [], [], None, [NOTE_DEADLOCK], interrupt.REASON,
+                                time.perf_counter() - t0)
+            return InferResult(proof, [], {"seconds": {"total": round(proof.seconds, 3)}},
+                               f"no inference: {interrupt.REASON}", model)
+
+
+def _infer(model: ir.Model, options: InferOptions | None,
+           progress: Callable[[str], None] | None,
+           source: StateSource | None) -> InferResult:
     from coherence.smt.infer_finite import Instance, encode_instance, houdini_finite
     from coherence.smt.infer_mine import Templates, explore, mine
     from coherence.smt.infer_qf import houdini_qf
@@ -137,7 +154,8 @@ def infer(model: ir.Model, options: InferOptions | None = None,
     # NOTE(infer-repair): counterexamples to induction put back what minimisation left out
     chosen = list(h.support)
     repaired: list[dict[str, Any]] = []
-    while proof.verdict == "unknown" and proof.cti_details and len(repaired) < ROUNDS:
+    while (proof.verdict == "unknown" and proof.cti_details and len(repaired) < ROUNDS
+           and proof.reason != interrupt.REASON):
         left = None if opts.timeout is None else opts.timeout - (time.perf_counter() - t2)
         ctis = len(proof.cti_details)
         added = repairs(cands, h.alive, chosen, templates, proof.cti_details)

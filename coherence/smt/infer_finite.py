@@ -34,6 +34,7 @@ import z3
 
 from coherence import ir
 from coherence.errors import NO_SPAN, SpecError
+from coherence.smt import interrupt
 from coherence.smt.execute import TRUE, Exec, any_of, conc, truth
 from coherence.smt.extract import state_of
 from coherence.smt.infer_atoms import receiver_kinds, sender_kinds
@@ -42,7 +43,6 @@ from coherence.smt.infer_mine import Candidate, Templates, binding, is_relation
 from coherence.smt.param import ONE_PER_KIND
 from coherence.smt.state import Unsupported, num
 from coherence.smt.system import Encoder, System
-from coherence.smt.z3_owner import safe_point
 
 CHECK_RLIMIT = 2_000_000_000  # Z3 units per query (deterministic)
 REBUILD_EVERY = 20  # queries on one solver before a fresh one (NOTE(houdini-rebuild))
@@ -631,8 +631,7 @@ class _Lazy:
                 raise Unsupported(f"Houdini at {self.n} agents: --timeout reached after "
                                   f"{self.queries - 1} queries", NO_SPAN)
             self.solver.set("timeout", max(1, int(left * 1000)))
-        safe_point()
-        answer = self.solver.check(act, *[self.ind[k] for k in sorted(chosen)],
+        answer = interrupt.check(self.solver, act, *[self.ind[k] for k in sorted(chosen)],
                                    *[self.tind[t] for t in sorted(live_t)])
         if answer == z3.unknown:
             raise Unsupported(f"Houdini at {self.n} agents: Z3 answered unknown "
@@ -673,8 +672,7 @@ class _Lazy:
         for k in self._simplest_last(chosen):
             negated = z3.Bool(f"negated_{k}")
             solver.add(z3.Implies(negated, _not(self.pre[k])))
-            safe_point()
-            if solver.check(negated, *[self.ind[j] for j in sorted(out - {k})],
+            if interrupt.check(solver, negated, *[self.ind[j] for j in sorted(out - {k})],
                             *[self.tind[t] for t in sorted(live_t)]) == z3.unsat:
                 out.discard(k)
         return set(chosen) - out

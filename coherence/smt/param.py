@@ -34,6 +34,7 @@ from coherence import ir
 from coherence.errors import NO_SPAN, Span, SpecError
 from coherence.results import Failure
 from coherence.semantics import range_of
+from coherence.smt import interrupt
 from coherence.smt.execute import TRUE, Exec, all_of, any_of, arithmetic, b2i, truth
 from coherence.smt.nodes import HOME, NODE, UNDEF_N, is_agent
 from coherence.smt.param_count import (
@@ -51,7 +52,7 @@ from coherence.smt.param_count import (
 )
 from coherence.smt.state import UNDEF_BV, WIDTH, Unsupported, ivar, num
 from coherence.smt.tables import ModelTables
-from coherence.smt.z3_owner import owns_z3, safe_point
+from coherence.smt.z3_owner import owns_z3
 
 BV = z3.BitVecSort(WIDTH)
 
@@ -984,8 +985,9 @@ def prove_all(model: ir.Model, timeout: float | None = None,
         else:
             from coherence.smt.param_hier import check_index_free
             check_index_free(model, shape)
-        result = _prove(model, budget, refute_depth, notes, progress, shape, frozenset(reuse),
-                        jobs)
+        with interrupt.noting_sigint():  # NOTE(prove-interrupt)
+            result = _prove(model, budget, refute_depth, notes, progress, shape,
+                            frozenset(reuse), jobs)
         result.over = None if shape is None else shape.index
         return result
     except Unsupported as unsupported:
@@ -1189,7 +1191,7 @@ class Outcome:
     at: tuple[int, int]  # (group, index in the group)
     goal: str
     key: tuple[str, int, int]
-    kind: str  # settled | cti | unknown
+    kind: str  # settled | cti | unknown | interrupted (NOTE(prove-interrupt))
     message: str = ""  # a cti's or an unknown's line
     cti: Any = None  # induction.Cti, concrete and replayed, where one was found
 
@@ -1220,15 +1222,12 @@ def _share(model: ir.Model, ob: Obligations, groups: list[int], budget: Budget,
                                f"--timeout {budget.timeout:g} s reached"))
             status[q.goal] = "unknown"
             continue
-        context = tuple(a.get_id() for a in q.assertions[:-1])
-        if ob.shape is not None:  # NOTE(param-hierarchy): a fresh solver per query is faster
-            shared, shared_context = z3.Solver(), ()
-            shared.add(*q.assertions)
-        elif context != shared_context:  # queries of one action share all but their last
-            shared, shared_context = z3.Solver(), context
-            shared.add(*q.assertions[:-1])
-            grounded = Grounded(q) if q.what != "init" else None
-        answer, cti, why = _settle(model, q, shared, budget, grounded)
+        try:
+            settled = _settled(model, q, ob, shared, shared_context, grounded, budget)
+        except interrupt.Interrupted:  # NOTE(prove-interrupt): the rest is not asked
+            out.append(Outcome(at, q.goal, q.key, "interrupted", interrupt.REASON))
+            break
+        shared, shared_context, grounded, (answer, cti, why) = settled
         if answer == z3.unsat:
             out.append(Outcome(at, q.goal, q.key, "settled"))
             continue
@@ -1247,6 +1246,22 @@ def _share(model: ir.Model, ob: Obligations, groups: list[int], budget: Budget,
     return out
 
 
+def _settled(model: ir.Model, q: Query, ob: Obligations, shared: Any,
+             shared_context: tuple[int, ...], grounded: Grounded | None, budget: Budget
+             ) -> tuple[Any, tuple[int, ...], Grounded | None, tuple[Any, Any, str]]:
+    """``_settle`` on the action's solver, made anew when the query starts another action:
+    (solver, its context, the action's ground try, (answer, CTI, why))."""
+    context = tuple(a.get_id() for a in q.assertions[:-1])
+    if ob.shape is not None:  # NOTE(param-hierarchy): a fresh solver per query is faster
+        shared, shared_context = z3.Solver(), ()
+        shared.add(*q.assertions)
+    elif context != shared_context:  # queries of one action share all but their last
+        shared, shared_context = z3.Solver(), context
+        shared.add(*q.assertions[:-1])
+        grounded = Grounded(q) if q.what != "init" else None
+    return shared, shared_context, grounded, _settle(model, q, shared, budget, grounded)
+
+
 def _prove(model: ir.Model, budget: Budget, refute_depth: int, notes: list[str],
            progress: Callable[[int, int, str], None] | None = None,
            shape: Any = None, reuse: frozenset[tuple[str, int, int]] = frozenset(),
@@ -1263,7 +1278,8 @@ def _prove(model: ir.Model, budget: Budget, refute_depth: int, notes: list[str],
     deal = [list(range(k, ob.groups, count)) for k in range(count)]
     shares = Shares(count, lambda k: _share(model, ob, deal[k], budget, reuse, k, tally,
                                             progress if k == 0 else None))
-    outcomes = sorted((o for share in shares.results() for o in share), key=lambda o: o.at)
+    results = shares.results(stop=lambda mine: any(o.kind == "interrupted" for o in mine))
+    outcomes = sorted((o for share in results for o in share), key=lambda o: o.at)
     notes += [f"a worker's share was settled again in the main process ({why})"
               for why in shares.failures]
     result = _read(outcomes, model, refute_depth, budget, notes, progress, shape, tally)
@@ -1277,6 +1293,12 @@ def _read(outcomes: list[Outcome], model: ir.Model, refute_depth: int, budget: B
     """The verdict of the outcomes read in query order (then, when a property is not proved,
     the search for a concrete counterexample)."""
     settled: list[tuple[str, int, int]] = []
+    if any(o.kind == "interrupted" for o in outcomes):
+        # NOTE(prove-interrupt): a partial result claims nothing proved; what was settled is
+        # kept (a repair round may reuse it)
+        settled = [o.key for o in outcomes if o.kind == "settled"]
+        return ParamResult("unknown", [], [], [], None, notes, interrupt.REASON,
+                           time.perf_counter() - budget.start, settled=settled)
     status: dict[str, str] = {}
     ctis: list[str] = []
     details: list[Any] = []
@@ -1424,8 +1446,7 @@ class Grounded:
     def _decide(self, grounder: Any, solver: Any, counting: list[Any], goal: Any) -> bool:
         grounded = grounder.goal(self._resolved(goal), self.pool)
         if not self.query.counts:
-            safe_point()
-            return bool(solver.check(grounded) == z3.unsat)
+            return bool(interrupt.check(solver, grounded) == z3.unsat)
         # NOTE(param-count): the cardinality axioms of the card terms this goal brings
         from coherence.smt.param_count import ground_nodes, venn_axioms
         cards, nodes = counting
@@ -1436,8 +1457,7 @@ class Grounded:
         solver.push()
         try:
             solver.add(grounded, *[grounder.ground(a, True) for a in axioms])
-            safe_point()
-            return bool(solver.check() == z3.unsat)
+            return bool(interrupt.check(solver) == z3.unsat)
         finally:
             solver.pop()
 
@@ -1533,8 +1553,7 @@ def _check(solver: Any, assumptions: list[Any] | None = None) -> tuple[Any, str]
     raised "Overflow encountered when expanding vector" on a counting spec's incremental
     solver, once in three runs): the next try decides, never a pass."""
     try:
-        safe_point()
-        answer = solver.check(*(assumptions or []))
+        answer = interrupt.check(solver, *(assumptions or []))
     except z3.Z3Exception as e:
         return z3.unknown, f"Z3 error: {e}"
     return answer, solver.reason_unknown() if answer == z3.unknown else ""

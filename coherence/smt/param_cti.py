@@ -19,10 +19,10 @@ import z3
 
 from coherence import ir
 from coherence.semantics import UNDEF, Action, State
+from coherence.smt import interrupt
 from coherence.smt.induction import Cti
 from coherence.smt.param_count import UNDEF_INT, exact, is_card, is_int
 from coherence.smt.state import as_int
-from coherence.smt.z3_owner import safe_point
 from coherence.trace import TraceReplayError, describe
 
 if TYPE_CHECKING:
@@ -55,8 +55,7 @@ def find_cti(model: ir.Model, query: Any, budget: Budget,
         for x in _free_nodes(query.assertions, NODE):
             solver.add(z3.Or(*[x == e for e in elems]))
         solver.add(*_node_arrays_in(query.pre.leaves(), elems))
-        safe_point()
-        if solver.check() == z3.sat:
+        if interrupt.check(solver) == z3.sat:
             if query.shape is not None:
                 from coherence.smt.param_cti_hier import replay_hier
                 return replay_hier(model, query, solver.model(), named,

@@ -1,0 +1,125 @@
+"""SIGINT during a proof for every N (NOTE(prove-interrupt)).
+
+Z3 catches a SIGINT that comes during a check itself: the check answers unknown, with a
+reason ("canceled") that a timeout gives too, and Python never hears of it. The prover took
+that for one more unknown and went on with the next obligation, so Ctrl-C did not stop a
+proof. Inside ``noting_sigint()``:
+
+- Z3's own handler is off (``ctrl_c``), so every SIGINT reaches Python's handler, which notes
+  it (a KeyboardInterrupt raised in a Z3 object's finaliser would be swallowed);
+- Python's wake-up descriptor carries the signal at once to a watcher thread, which calls
+  ``Z3_interrupt``: the running check stops within about half a second instead of running
+  to its cap (up to a minute);
+- ``check`` raises ``Interrupted`` once a SIGINT is noted, and the prover reports a partial
+  result: unknown, exit 3, nothing claimed proved.
+
+A forked worker (NOTE(forked-shares)) starts its own watcher (``os.register_at_fork``).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import z3
+
+from coherence.smt.z3_owner import safe_point
+
+REASON = "interrupted (SIGINT)"
+
+_caught: list[int] = []
+_depth = 0
+_state: dict[str, Any] = {}  # the watcher's socket pair and thread, what to restore
+
+
+class Interrupted(Exception):
+    """A SIGINT reached a proof: stop, and report what is settled."""
+
+
+def _watch(reader: socket.socket) -> None:
+    while True:
+        try:
+            data = reader.recv(64)
+        except OSError:
+            return
+        if not data:
+            return
+        if signal.SIGINT in data:
+            z3.main_ctx().interrupt()
+
+
+def _start_watcher() -> None:
+    reader, writer = socket.socketpair()
+    writer.setblocking(False)
+    _state["old_fd"] = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    thread = threading.Thread(target=_watch, args=(reader,), name="coherence-sigint",
+                              daemon=True)
+    thread.start()
+    _state.update(reader=reader, writer=writer, thread=thread)
+
+
+def _stop_watcher() -> None:
+    signal.set_wakeup_fd(_state.pop("old_fd", -1))
+    _state.pop("writer").close()  # the watcher reads end-of-file and returns
+    _state.pop("thread").join(timeout=5)
+    _state.pop("reader").close()
+
+
+def _in_child() -> None:
+    """After a fork inside ``noting_sigint()``: the parent's watcher thread is not here."""
+    if _depth and "writer" in _state:
+        for end in ("reader", "writer"):
+            _state.pop(end).close()
+        _state.pop("thread", None)
+        _start_watcher()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_in_child)
+
+
+@contextmanager
+def noting_sigint() -> Iterator[None]:
+    """SIGINT noted for ``check`` and the running check interrupted (main thread only;
+    re-entrant)."""
+    global _depth
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    if _depth == 0:
+        _caught.clear()
+        _state["handler"] = signal.signal(
+            signal.SIGINT, lambda signum, _frame: _caught.append(signum))
+        _state["ctrl_c"] = z3.get_param("ctrl_c")
+        z3.set_param("ctrl_c", False)
+        _start_watcher()
+    _depth += 1
+    try:
+        yield
+    finally:
+        _depth -= 1
+        if _depth == 0:
+            _stop_watcher()
+            z3.set_param("ctrl_c", _state.pop("ctrl_c"))
+            signal.signal(signal.SIGINT, _state.pop("handler"))
+
+
+def pending() -> bool:
+    """Whether a SIGINT has been noted."""
+    return bool(_caught)
+
+
+def check(solver: Any, *assumptions: Any) -> Any:
+    """``solver.check(*assumptions)``, raising ``Interrupted`` for a SIGINT before or during it."""
+    if _caught:
+        raise Interrupted(REASON)
+    safe_point()
+    answer = solver.check(*assumptions)
+    if _caught:
+        raise Interrupted(REASON)
+    return answer
