@@ -132,3 +132,20 @@ def test_mining_filters_in_a_worker_beside_the_callers_work(
     assert all(a is tpl2.slots[c.kind][col][0]
                for c in there for (a, _w, _p), (col, _q) in zip(c.lits, c.cols, strict=True))
     assert (stats2.generated, stats2.rows) == (stats.generated, stats.rows)
+
+
+def test_no_more_workers_than_memory_allows(monkeypatch: pytest.MonkeyPatch) -> None:
+    gib = 1 << 30
+    monkeypatch.setattr(forked, "_rss_bytes", lambda: 10 * gib)
+    monkeypatch.setattr(forked, "_meminfo_bytes", lambda field: 25 * gib)
+    assert forked.affordable(64) == 3  # this process and two copies of it
+    assert forked.affordable(2) == 2
+    monkeypatch.setattr(forked, "_meminfo_bytes", lambda field: 1 * gib)
+    assert forked.affordable(8) == 1
+    monkeypatch.setattr(forked, "_meminfo_bytes", lambda field: None)  # not Linux
+    assert forked.affordable(8) == 8
+
+
+def test_memory_sizes_are_read_here() -> None:
+    assert (forked._rss_bytes() or 0) > 1 << 20
+    assert (forked._meminfo_bytes("MemAvailable") or 0) > 1 << 20

@@ -1271,9 +1271,9 @@ def _prove(model: ir.Model, budget: Budget, refute_depth: int, notes: list[str],
     # settles its own. The outcomes are then read in query order, so the verdict, the lines
     # and the settled keys are what one process would give from the same answers (an
     # answer itself may differ: Z3's depend on the terms a process made before).
-    from coherence.smt.forked import Shares, Tally
+    from coherence.smt.forked import Shares, Tally, affordable
     ob = Obligations(model, shape)
-    count = max(1, min(jobs, ob.groups))
+    count = affordable(max(1, min(jobs, ob.groups)))
     tally = Tally(count)
     deal = [list(range(k, ob.groups, count)) for k in range(count)]
     shares = Shares(count, lambda k: _share(model, ob, deal[k], budget, reuse, k, tally,
