@@ -176,6 +176,7 @@ def _run_infer(args: argparse.Namespace) -> int:
         emit_json({"tool": "coherence bench prove --infer", "infer": rows})
         return 0
     out = out_console()
+    out.print(f"processes: {jobs_of(args)} (--jobs)", markup=False)
     out.print("spec | verdict | conjunctions tested | candidates (reachable filter) | never "
               "refuted | support | final | explore s | filter s | Houdini s (queries) | final "
               "proof s | total s | hand-written aux proof s", markup=False)
