@@ -24,7 +24,7 @@ import struct
 import sys
 import traceback
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -119,8 +119,14 @@ class Shares(Generic[T]):
             if stop is not None and stop(out[0]):
                 return out  # the workers are stopped below
             while workers:
-                pid, fd = workers.pop(0)  # collected (reaped, closed), or stopped below
-                out.append(self._collect(len(out), pid, fd))
+                k = len(out)
+                status, value = _receive(*workers[0])
+                workers.pop(0)  # read, closed and reaped: nothing left to stop
+                if status == "ok":
+                    out.append(value)
+                    continue
+                self.failures.append(f"worker {k}: {value}")
+                out.append(self._run(k))
             return out
         finally:
             for pid, fd in workers:  # an exception here: stop the others, leave no zombie
@@ -146,18 +152,24 @@ class Shares(Generic[T]):
         os.close(w)
         return pid, r
 
-    def _collect(self, k: int, pid: int, fd: int) -> T:
-        with os.fdopen(fd, "rb") as f:
-            data = f.read()
-        os.waitpid(pid, 0)
-        try:
-            status, value = pickle.loads(data)
-        except Exception as e:  # a worker that died: its share is run here
-            status, value = "died", f"{type(e).__name__}: {e}"
-        if status == "ok":
-            return value  # type: ignore[no-any-return]
-        self.failures.append(f"worker {k}: {value.strip().splitlines()[-1] if value else status}")
-        return self._run(k)
+
+
+def _receive(pid: int, fd: int) -> tuple[str, Any]:
+    """("ok", result) of a worker, or (what went wrong, why), once it has ended. The read end
+    is closed and the worker reaped only when all is read: an exception meanwhile leaves both
+    to ``_stop`` (closing them here too could close a descriptor number reused since)."""
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    os.close(fd)
+    os.waitpid(pid, 0)
+    try:
+        status, value = pickle.loads(b"".join(chunks))
+    except Exception as e:  # a worker that died: its share is run here
+        return "died", f"{type(e).__name__}: {e}"
+    if status != "ok":
+        return status, value.strip().splitlines()[-1] if value else status
+    return status, value
 
 
 def _stop(pid: int, fd: int) -> None:
