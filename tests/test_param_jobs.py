@@ -5,6 +5,8 @@ obligations, read in the order one process meets them."""
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -93,3 +95,51 @@ def test_a_worker_that_fails_costs_time_not_the_verdict(monkeypatch: pytest.Monk
     two = prove_all(model, rlimit=PROOF_RLIMIT, jobs=2)
     _same(one, two)
     assert any("MemoryError: a worker out of memory" in n for n in two.notes)
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_without_rlimit_the_actions_go_to_whichever_process_is_free(
+        monkeypatch: pytest.MonkeyPatch, forks: list[int], fail: bool) -> None:
+    # wall-clock mode (no --rlimit): actions are claimed as processes free up (forked.Claims);
+    # a worker that fails after claiming some has them settled again here
+    model = drop_properties(load_spec(SPECS / "german.coh"), ["coherent"])
+    one = prove_all(model, timeout=600)
+    parent = os.getpid()
+    share = param._share
+    started = forked.Tally(1)  # the worker has claimed its first action
+    taken: list[tuple[int, list[int]]] = []
+
+    def watched(model_: object, ob: object, groups: Iterable[int], budget: object,
+                reuse: object, k: int, *args: object) -> object:
+        seen: list[int] = []
+
+        def claimed() -> Iterator[int]:
+            for g in groups:
+                seen.append(g)
+                if os.getpid() != parent:
+                    started.set(0, 1, 1)
+                    if fail and len(seen) > 1:
+                        raise MemoryError("a worker out of memory")
+                else:
+                    deadline = time.monotonic() + 20
+                    while started.sums()[0] == 0 and time.monotonic() < deadline:
+                        time.sleep(0.01)
+                yield g
+        out = share(model_, ob, claimed(), budget, reuse, k, *args)  # type: ignore[arg-type]
+        if os.getpid() == parent:
+            taken.append((k, seen))
+        return out
+    monkeypatch.setattr(param, "_share", watched)
+    two = prove_all(model, timeout=600, jobs=2)
+    assert len(forks) == 1 and two.jobs == 2
+    _same(one, two)
+    assert sorted(two.settled) == sorted({q.key for q in obligations(model)[2]})
+    groups = len(param.Obligations(model).acts) + 1
+    mine = taken[0][1]
+    assert mine == sorted(mine) and 0 < len(mine) < groups  # the worker took some
+    if fail:  # what the worker claimed, settled here again: every action once in all
+        assert taken[1][0] == 1 and taken[1][1]
+        assert sorted(mine + taken[1][1]) == list(range(groups))
+        assert any("MemoryError" in n for n in two.notes)
+    else:
+        assert len(taken) == 1

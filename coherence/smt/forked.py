@@ -23,7 +23,7 @@ import signal
 import struct
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
@@ -71,6 +71,33 @@ def affordable(count: int) -> int:
     if available is None or not rss:
         return count
     return max(1, min(count, 1 + available // rss))
+
+
+class Claims:
+    """Indices ``0..end-1`` handed out once each, in increasing order, to whichever share
+    asks next (a process that finishes its piece early takes the next one). Each share meets
+    its own indices in increasing order, and which share took which is recorded: a share run
+    again (its worker failed) gets the same indices back first."""
+
+    def __init__(self, end: int) -> None:
+        import multiprocessing
+        self.end = end
+        self._mem = mmap.mmap(-1, 8 * (1 + max(1, end)))  # next index, then owner + 1 each
+        self._lock = multiprocessing.get_context("fork" if can_fork() else None).Lock()
+
+    def of(self, share: int) -> Iterator[int]:
+        mine = [i for i in range(self.end)
+                if struct.unpack_from("<q", self._mem, 8 * (1 + i))[0] == share + 1]
+        yield from mine
+        while True:
+            with self._lock:
+                (k,) = struct.unpack_from("<q", self._mem, 0)
+                if k < self.end:
+                    struct.pack_into("<q", self._mem, 0, k + 1)
+                    struct.pack_into("<q", self._mem, 8 * (1 + k), share + 1)
+            if k >= self.end:
+                return
+            yield k
 
 
 class Tally:
