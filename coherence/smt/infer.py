@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
+import z3
 
 from coherence import ir
 from coherence.smt import interrupt
@@ -76,7 +77,9 @@ def infer(model: ir.Model, options: InferOptions | None = None,
     with interrupt.noting_sigint():
         try:
             return _infer(model, options, progress, source)
-        except interrupt.Interrupted:
+        except (interrupt.Interrupted, z3.Z3Exception) as e:
+            if not interrupt.stopped(e):
+                raise
             from coherence.smt.param import NOTE_DEADLOCK
             proof = ParamResult("unknown", [], [], [], None, [NOTE_DEADLOCK], interrupt.REASON,
                                 time.perf_counter() - t0)

@@ -114,6 +114,13 @@ def pending() -> bool:
     return bool(_caught)
 
 
+def stopped(error: BaseException) -> bool:
+    """Whether ``error`` is how a SIGINT stopped the work: ``Interrupted``, or the Z3 error
+    ("canceled") that ``Z3_interrupt`` makes of whatever Z3 call was running then (a model's
+    evaluation, a simplification), not a check."""
+    return isinstance(error, Interrupted) or bool(_caught)
+
+
 def check(solver: Any, *assumptions: Any) -> Any:
     """``solver.check(*assumptions)``, raising ``Interrupted`` for a SIGINT before or during it."""
     if _caught:

@@ -986,8 +986,14 @@ def prove_all(model: ir.Model, timeout: float | None = None,
             from coherence.smt.param_hier import check_index_free
             check_index_free(model, shape)
         with interrupt.noting_sigint():  # NOTE(prove-interrupt)
-            result = _prove(model, budget, refute_depth, notes, progress, shape,
-                            frozenset(reuse), jobs)
+            try:
+                result = _prove(model, budget, refute_depth, notes, progress, shape,
+                                frozenset(reuse), jobs)
+            except (interrupt.Interrupted, z3.Z3Exception) as e:
+                if not interrupt.stopped(e):
+                    raise
+                result = ParamResult("unknown", [], [], [], None, notes, interrupt.REASON,
+                                     time.perf_counter() - start)
         result.over = None if shape is None else shape.index
         return result
     except Unsupported as unsupported:
@@ -1223,8 +1229,8 @@ def _share(model: ir.Model, ob: Obligations, groups: Iterable[int], budget: Budg
         tally.set(share, n, total)
         n += 1
         if progress is not None:
-            done, total = tally.sums()
-            progress(done, total, f"obligation {q.goal}: {q.what}")
+            all_done, all_total = tally.sums()  # every process's
+            progress(all_done, all_total, f"obligation {q.goal}: {q.what}")
         if status.setdefault(q.goal, "proved") != "proved":
             continue
         if q.key in reuse:
@@ -1237,7 +1243,10 @@ def _share(model: ir.Model, ob: Obligations, groups: Iterable[int], budget: Budg
             continue
         try:
             settled = _settled(model, q, ob, shared, shared_context, grounded, budget)
-        except interrupt.Interrupted:  # NOTE(prove-interrupt): the rest is not asked
+        except (interrupt.Interrupted, z3.Z3Exception) as e:
+            if not interrupt.stopped(e):
+                raise
+            # NOTE(prove-interrupt): the rest is not asked
             out.append(Outcome(at, q.goal, q.key, "interrupted", interrupt.REASON))
             break
         shared, shared_context, grounded, (answer, cti, why) = settled
