@@ -1,8 +1,18 @@
-"""Process memory figures for reports (Linux; 0 where unknown)."""
+"""What this process has to work with: memory figures for reports and limits, and the CPUs
+it may run on (Linux; 0 where a figure is unknown)."""
 
 from __future__ import annotations
 
+import os
 import resource
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity, not the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def peak_rss_bytes() -> int:
@@ -17,16 +27,26 @@ def rss_bytes() -> int:
         return 0
 
 
-def total_memory_bytes() -> int:
-    """The machine's memory (cgroup limits are not read: a conservative share is taken)."""
+def _meminfo(field: str) -> int:
+    """A line of ``/proc/meminfo`` in bytes (0 where unknown)."""
     try:
         with open("/proc/meminfo") as f:
             for line in f:
-                if line.startswith("MemTotal:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) * 1024
     except OSError:  # pragma: no cover - not Linux
         pass
-    return 8 << 30
+    return 0
+
+
+def total_memory_bytes() -> int:
+    """The machine's memory (cgroup limits are not read: a conservative share is taken)."""
+    return _meminfo("MemTotal") or 8 << 30
+
+
+def available_memory_bytes() -> int:
+    """What the kernel could give without swapping (0 where unknown)."""
+    return _meminfo("MemAvailable")
 
 
 def default_memory_limit() -> int:

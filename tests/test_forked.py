@@ -136,16 +136,18 @@ def test_mining_filters_in_a_worker_beside_the_callers_work(
 
 def test_no_more_workers_than_memory_allows(monkeypatch: pytest.MonkeyPatch) -> None:
     gib = 1 << 30
-    monkeypatch.setattr(forked, "_rss_bytes", lambda: 10 * gib)
-    monkeypatch.setattr(forked, "_meminfo_bytes", lambda field: 25 * gib)
+    monkeypatch.setattr(forked, "rss_bytes", lambda: 10 * gib)
+    monkeypatch.setattr(forked, "available_memory_bytes", lambda: 25 * gib)
     assert forked.affordable(64) == 3  # this process and two copies of it
     assert forked.affordable(2) == 2
-    monkeypatch.setattr(forked, "_meminfo_bytes", lambda field: 1 * gib)
+    monkeypatch.setattr(forked, "available_memory_bytes", lambda: 1 * gib)
     assert forked.affordable(8) == 1
-    monkeypatch.setattr(forked, "_meminfo_bytes", lambda field: None)  # not Linux
+    monkeypatch.setattr(forked, "available_memory_bytes", lambda: 0)  # unknown: not Linux
     assert forked.affordable(8) == 8
 
 
 def test_memory_sizes_are_read_here() -> None:
-    assert (forked._rss_bytes() or 0) > 1 << 20
-    assert (forked._meminfo_bytes("MemAvailable") or 0) > 1 << 20
+    from coherence.memory import available_memory_bytes, rss_bytes, usable_cpus
+    assert rss_bytes() > 1 << 20
+    assert available_memory_bytes() > 1 << 20
+    assert usable_cpus() >= 1

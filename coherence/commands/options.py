@@ -116,5 +116,5 @@ def add_jobs_arg(p: argparse.ArgumentParser) -> None:
 
 
 def jobs_of(args: argparse.Namespace) -> int:
-    from coherence.smt.forked import usable_cpus
-    return args.jobs if getattr(args, "jobs", None) is not None else usable_cpus()
+    from coherence.memory import usable_cpus
+    return args.jobs if args.jobs is not None else usable_cpus()

@@ -54,6 +54,8 @@ from typing import Any
 
 import attrs
 
+from coherence.memory import usable_cpus
+
 HELP = ("engines side by side: reference, compiled (1 and all threads), Rumur and Spin; "
         "states, seconds, states/s, peak RSS, bytes/state and speed-ups in one run")
 
@@ -74,13 +76,6 @@ SPIN_CORES = 2
 BUILD_LIMIT_S = 900.0  # a build (cc -O3 of a big model) gets this long before the search's limit
 RESULT_PREFIX = "CELL "
 BUILT_LINE = "BUILT"
-
-
-def all_threads() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
 
 
 @attrs.frozen
@@ -159,8 +154,8 @@ def unavailable(tool: str, row: Row) -> str | None:
     if tool.startswith("distributed-"):
         from coherence.engines.distributed import DistributedEngine
         workers = int(tool.split("-")[1])
-        if workers > all_threads():
-            return f"{workers} workers need {workers} cores; this machine has {all_threads()}"
+        if workers > usable_cpus():
+            return f"{workers} workers need {workers} cores; this machine has {usable_cpus()}"
         return DistributedEngine().available()
     if tool == "rumur":
         from coherence.export.rumur import rumur_available
@@ -459,7 +454,7 @@ def bench(rows: Sequence[Row], tools: Sequence[str], timeout: float, threads: in
                          "symmetry": "exact" if row.symmetry else "off",
                          "title": row.title, "cells": cells})
     return {"tool": "coherence bench engines", "threads": threads, "timeout_s": timeout,
-            "machine": {"cpus": all_threads(), "platform": sys.platform},
+            "machine": {"cpus": usable_cpus(), "platform": sys.platform},
             "tools": list(tools), "rows": out_rows}
 
 
@@ -578,7 +573,7 @@ def run(args: argparse.Namespace) -> int:
     if not rows or not tools:
         print("coherence bench engines: error: no rows or no tools", file=sys.stderr)
         return 2
-    threads = args.threads or all_threads()
+    threads = args.threads or usable_cpus()
     from coherence.progress import reporter
     cells = len(rows) * len(tools)
     with reporter(args, "coherence bench engines") as rep:

@@ -8,8 +8,6 @@ exactly k steps, the length the reference checker's BFS reports (the cross-check
 
 from __future__ import annotations
 
-import signal
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -18,12 +16,12 @@ import attrs
 import z3
 
 from coherence import ir
-from coherence.engines.stopping import interrupted
 from coherence.results import Failure
+from coherence.smt import interrupt
 from coherence.smt.extract import replay_model
 from coherence.smt.state import ivar
 from coherence.smt.system import Encoder, Group, System
-from coherence.smt.z3_owner import owns_z3, safe_point
+from coherence.smt.z3_owner import owns_z3
 
 
 @attrs.define
@@ -83,11 +81,8 @@ def bmc(model: ir.Model, max_depth: int, *, deadlock: bool = True, all_failures:
     depths: list[DepthStat] = []
     verdict, reason = "bounded", None
     used = 0
-    # NOTE(partial-results): Z3 turns SIGINT during a check into an unknown answer; one
-    # between checks would raise KeyboardInterrupt wherever Python is, often in a Z3
-    # object's finaliser, which swallows it (a traceback, and the run goes on): noted, it
-    # stops the run at the next check with what it found.
-    sigint: list[int] = []
+    # NOTE(partial-results): a SIGINT stops the run with what it found (NOTE(prove-interrupt):
+    # noted between checks, the running check interrupted)
 
     def check(group: Group, bad: Any, at: int, depth: int) -> bool:
         """Is ``group``'s ``bad`` possible at ``states[at]``, a failure of ``depth`` steps?
@@ -106,12 +101,12 @@ def bmc(model: ir.Model, max_depth: int, *, deadlock: bool = True, all_failures:
                 verdict, reason = "unknown", f"resource budget of {rlimit_total} reached"
                 return False
             solver.set("rlimit", min(rlimit or rlimit_total, rlimit_total - used))
-        if sigint:
-            verdict, reason = "unknown", interrupted(sigint[0])
-            return False
         before = _resources(solver)
-        safe_point()
-        answer = solver.check(lit)
+        try:
+            answer = interrupt.check(solver, lit)
+        except interrupt.Interrupted:
+            verdict, reason = "unknown", interrupt.REASON
+            return False
         used += max(0, _resources(solver) - before)
         if answer == z3.unknown:
             verdict, reason = "unknown", f"Z3 answered unknown ({solver.reason_unknown()})"
@@ -122,37 +117,39 @@ def bmc(model: ir.Model, max_depth: int, *, deadlock: bool = True, all_failures:
                                          depth - at))
         return True
 
-    saved = _catch_sigint(sigint)
-    try:
-        for k in range(max_depth + 1):
-            t0 = time.perf_counter()
-            pending = [(g, bad, extra) for g, (bad, extra) in system.groups.items()
-                       if g not in found and k - extra >= 0 and not z3.is_false(bad)]
-            # NOTE(bmc-last-step): a failing step (a model error, a coherence violation) of
-            # depth k is a property of s(k-1) alone: it is checked before the step to s(k)
-            # is asserted, since that step must succeed and a state whose only moves fail
-            # has none (checked after it, such failures went unseen).
-            go = all(check(g, bad, k - 1, k) for g, bad, extra in pending if extra == 1)
-            if go and k > 0:
-                sels.append(ivar(f"sel{k - 1}"))
-                states.append(lay.fresh(f"s{k}"))
-                solver.add(system.at(system.trans, states[k - 1], states[k], sels[k - 1]))
-                solver.add(system.at(system.assumed, states[k]))
-            go = go and all(check(g, bad, k, k) for g, bad, extra in pending if extra == 0)
-            t1 = time.perf_counter()
-            if not go:
-                break
-            stat = DepthStat(k, t1 - t0, t1 - start)
-            depths.append(stat)
-            if progress is not None:
-                progress(stat)
-            if found and not all_failures:
-                break
-            if sigint:
-                verdict, reason = "unknown", interrupted(sigint[0])
-                break
-    finally:
-        _restore_sigint(saved)
+    with interrupt.noting_sigint():
+        try:
+            for k in range(max_depth + 1):
+                t0 = time.perf_counter()
+                pending = [(g, bad, extra) for g, (bad, extra) in system.groups.items()
+                           if g not in found and k - extra >= 0 and not z3.is_false(bad)]
+                # NOTE(bmc-last-step): a failing step (a model error, a coherence violation) of
+                # depth k is a property of s(k-1) alone: it is checked before the step to s(k)
+                # is asserted, since that step must succeed and a state whose only moves fail
+                # has none (checked after it, such failures went unseen).
+                go = all(check(g, bad, k - 1, k) for g, bad, extra in pending if extra == 1)
+                if go and k > 0:
+                    sels.append(ivar(f"sel{k - 1}"))
+                    states.append(lay.fresh(f"s{k}"))
+                    solver.add(system.at(system.trans, states[k - 1], states[k], sels[k - 1]))
+                    solver.add(system.at(system.assumed, states[k]))
+                go = go and all(check(g, bad, k, k) for g, bad, extra in pending if extra == 0)
+                t1 = time.perf_counter()
+                if not go:
+                    break
+                stat = DepthStat(k, t1 - t0, t1 - start)
+                depths.append(stat)
+                if progress is not None:
+                    progress(stat)
+                if found and not all_failures:
+                    break
+                if interrupt.pending():
+                    verdict, reason = "unknown", interrupt.REASON
+                    break
+        except z3.Z3Exception as e:  # a Z3 call the interrupt cancelled, not a check
+            if not interrupt.stopped(e):
+                raise
+            verdict, reason = "unknown", interrupt.REASON
     if found and verdict != "unknown":
         verdict = "fails"
     elif found:
@@ -173,14 +170,3 @@ def _resources(solver: Any) -> int:
 
 _ = System
 
-
-def _catch_sigint(caught: list[int]) -> Any:
-    """Note SIGINT in ``caught`` instead of raising (main thread only); returns what to restore."""
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    return signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
-
-
-def _restore_sigint(saved: Any) -> None:
-    if saved is not None:
-        signal.signal(signal.SIGINT, saved)

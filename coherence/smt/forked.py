@@ -26,6 +26,8 @@ import traceback
 from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
+from coherence.memory import available_memory_bytes, rss_bytes
+
 T = TypeVar("T")
 
 SLOT = struct.Struct("<qq")  # (done, total) of one share
@@ -35,40 +37,13 @@ def can_fork() -> bool:
     return sys.platform.startswith("linux") and hasattr(os, "fork")
 
 
-def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity, not the machine's count)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
-
-
-def _meminfo_bytes(field: str) -> int | None:
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
-
-
-def _rss_bytes() -> int | None:
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 def affordable(count: int) -> int:
     """At most ``count`` processes, as many as memory allows if each copied all of this one.
     A forked Python process copies the pages it touches (reference counts are writes), so a
     worker can come to hold as much as the parent: ``prove --jobs 64`` of a 10 GB proof must
     not take 640 GB. Unknown sizes (not Linux) leave ``count`` as it is."""
-    available, rss = _meminfo_bytes("MemAvailable"), _rss_bytes()
-    if available is None or not rss:
+    available, rss = available_memory_bytes(), rss_bytes()
+    if not available or not rss:
         return count
     return max(1, min(count, 1 + available // rss))
 
@@ -178,7 +153,6 @@ class Shares(Generic[T]):
                 os._exit(code)
         os.close(w)
         return pid, r
-
 
 
 def _receive(pid: int, fd: int) -> tuple[str, Any]:

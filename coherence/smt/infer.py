@@ -80,9 +80,8 @@ def infer(model: ir.Model, options: InferOptions | None = None,
         except (interrupt.Interrupted, z3.Z3Exception) as e:
             if not interrupt.stopped(e):
                 raise
-            from coherence.smt.param import NOTE_DEADLOCK
-            proof = ParamResult("unknown", [], [], [], None, [NOTE_DEADLOCK], interrupt.REASON,
-                                time.perf_counter() - t0)
+            from coherence.smt.param import NOTE_DEADLOCK, interrupted_result
+            proof = interrupted_result([NOTE_DEADLOCK], time.perf_counter() - t0)
             return InferResult(proof, [], {"seconds": {"total": round(proof.seconds, 3)}},
                                f"no inference: {interrupt.REASON}", model)
 

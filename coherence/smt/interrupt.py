@@ -13,7 +13,8 @@ proof. Inside ``noting_sigint()``:
 - ``check`` raises ``Interrupted`` once a SIGINT is noted, and the prover reports a partial
   result: unknown, exit 3, nothing claimed proved.
 
-A forked worker (NOTE(forked-shares)) starts its own watcher (``os.register_at_fork``).
+BMC (``bmc.py``) stops the same way, with what it found. A forked worker
+(NOTE(forked-shares)) starts its own watcher (``os.register_at_fork``).
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ from typing import Any
 
 import z3
 
+from coherence.engines.stopping import interrupted
 from coherence.smt.z3_owner import safe_point
 
-REASON = "interrupted (SIGINT)"
+REASON = interrupted(signal.SIGINT)  # the engines' wording (NOTE(partial-results))
 
 _caught: list[int] = []
 _depth = 0
@@ -110,7 +112,7 @@ def noting_sigint() -> Iterator[None]:
 
 
 def pending() -> bool:
-    """Whether a SIGINT has been noted."""
+    """Whether a SIGINT has been noted (a loop between checks stops there)."""
     return bool(_caught)
 
 

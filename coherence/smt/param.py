@@ -992,8 +992,8 @@ def prove_all(model: ir.Model, timeout: float | None = None,
             except (interrupt.Interrupted, z3.Z3Exception) as e:
                 if not interrupt.stopped(e):
                     raise
-                result = ParamResult("unknown", [], [], [], None, notes, interrupt.REASON,
-                                     time.perf_counter() - start)
+                # NOTE(prove-interrupt): a partial result claims nothing proved
+                result = interrupted_result(notes, time.perf_counter() - start)
         result.over = None if shape is None else shape.index
         return result
     except Unsupported as unsupported:
@@ -1184,6 +1184,11 @@ class Budget:
             solver.set("rlimit", max(1, int(self.rlimit * cap / QUERY_SECONDS)))
 
 
+def interrupted_result(notes: list[str], seconds: float) -> ParamResult:
+    """What a proof (or ``--infer``) stopped by SIGINT reports (NOTE(prove-interrupt))."""
+    return ParamResult("unknown", [], [], [], None, notes, interrupt.REASON, seconds)
+
+
 def _units(shape: Any) -> str:
     """What the concrete sizes count: agents, or the free index type's ids."""
     return "agents" if shape is None else f"{shape.index} ids"
@@ -1288,19 +1293,21 @@ def _prove(model: ir.Model, budget: Budget, refute_depth: int, notes: list[str],
            progress: Callable[[int, int, str], None] | None = None,
            shape: Any = None, reuse: frozenset[tuple[str, int, int]] = frozenset(),
            jobs: int = 1) -> ParamResult:
-    # NOTE(forked-shares): with ``jobs`` > 1 the actions are dealt round-robin to that many
-    # processes, forked once what every action's queries share is built; each builds and
-    # settles its own. The outcomes are then read in query order, so the verdict, the lines
-    # and the settled keys are what one process would give from the same answers (an
-    # answer itself may differ: Z3's depend on the terms a process made before).
+    # NOTE(forked-shares): with ``jobs`` > 1, that many processes, forked once what every
+    # action's queries share is built; each builds and settles the actions it takes. The
+    # outcomes are then read in query order, so the verdict, the lines and the settled keys
+    # are what one process would give from the same answers (an answer itself may differ:
+    # Z3's depend on the terms a process made before).
     from coherence.smt.forked import Claims, Shares, Tally, affordable
     ob = Obligations(model, shape)
     count = affordable(max(1, min(jobs, ob.groups)))
     tally = Tally(count)
     # with --rlimit (the deterministic mode) each process's actions are fixed, round-robin;
-    # else each takes the next action when it is free (German's final proof: 1.4 -> 1.1 s),
-    # and which process made which terms, so an answer near its wall-clock cap, may vary
+    # else each takes the next action when it is free (German's final proof: 1.5-1.8 ->
+    # 1.3-1.5 s), so which process makes which terms, and an answer near its wall-clock cap,
+    # may vary from run to run
     claims = Claims(ob.groups) if budget.rlimit is None and count > 1 else None
+
     def deal(k: int) -> Iterable[int]:
         return claims.of(k) if claims is not None else list(range(k, ob.groups, count))
     shares = Shares(count, lambda k: _share(model, ob, deal(k), budget, reuse, k, tally,
@@ -1319,13 +1326,9 @@ def _read(outcomes: list[Outcome], model: ir.Model, refute_depth: int, budget: B
           tally: Any) -> ParamResult:
     """The verdict of the outcomes read in query order (then, when a property is not proved,
     the search for a concrete counterexample)."""
-    settled: list[tuple[str, int, int]] = []
     if any(o.kind == "interrupted" for o in outcomes):
-        # NOTE(prove-interrupt): a partial result claims nothing proved; what was settled is
-        # kept (a repair round may reuse it)
-        settled = [o.key for o in outcomes if o.kind == "settled"]
-        return ParamResult("unknown", [], [], [], None, notes, interrupt.REASON,
-                           time.perf_counter() - budget.start, settled=settled)
+        raise interrupt.Interrupted(interrupt.REASON)  # prove_all reports it
+    settled: list[tuple[str, int, int]] = []
     status: dict[str, str] = {}
     ctis: list[str] = []
     details: list[Any] = []

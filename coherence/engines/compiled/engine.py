@@ -29,6 +29,7 @@ from coherence.engines.stopping import (
 )
 from coherence.layout import Layout
 from coherence.liveness.built import GraphBuilder
+from coherence.memory import usable_cpus
 from coherence.results import CheckOptions, FailureKey, Progress
 
 DEADLOCK: FailureKey = ("deadlock",)
@@ -146,13 +147,6 @@ class Library:
         return [raw[i * size:(i + 1) * size] for i in range(n)]
 
 
-def default_threads() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
 def stop_message(code: int, options: CheckOptions, memory_limit: int,
                  reason: str | None) -> str | None:
     """The reference engine's wording for each way a search stops early (``reason``: why
@@ -186,7 +180,7 @@ def run_search(lib: Library, options: CheckOptions, table_log2: int = 0,
     """``co_run`` in a thread while this one polls progress, limits and signals: why it
     stopped (None: done), its seconds and threads. The caller holds ``lib.lock`` and calls
     ``co_free`` when done with the search's storage."""
-    threads = options.threads or default_threads()
+    threads = options.threads or usable_cpus()
     memory_limit = options.memory_limit or 0
     opts = CoOptions(
         threads=threads, symmetry=int(options.symmetry), deadlock=int(options.deadlock),
