@@ -405,11 +405,13 @@ class InFlight:
 
 @attrs.frozen
 class MsgQuant:
-    """``forall m: Msg :: body`` / ``exists``: over every message of type ``message`` now in
-    flight (on this line). Auxiliary invariants about messages need it: a proof for every
-    number of agents must say what the messages in the network carry."""
+    """``forall m: Msg :: body`` / ``exists`` / ``count``: over every message of type
+    ``message`` now in flight (on this line). Auxiliary invariants about messages need it: a
+    proof for every number of agents must say what the messages in the network carry, and
+    ``count(m: Msg :: m.dst == i) <= 1`` how many a queue holds (NOTE(message-count)): a
+    ``count`` is an ``int[0..bound]``, ``bound`` the most messages the network can hold."""
 
-    kind: str  # "forall" | "exists"
+    kind: str  # "forall" | "exists" | "count"
     var: str
     message: str
     body: Expr

@@ -178,7 +178,8 @@ def _quantifier(forall: bool, name: str, values: Callable[[_Env], Iterable[Any]]
     return quant
 
 
-def _counter(name: str, values: list[int], body: Compiled) -> Compiled:
+def _counter(name: str, values: list[int] | Callable[[_Env], Iterable[Any]],
+             body: Compiled) -> Compiled:
     """``count(name: T :: body)``: how many of ``values`` make ``body`` true (``body`` is
     evaluated for each; when some raise model errors, the count raises the least of them,
     NOTE(quantifier-errors))."""
@@ -188,7 +189,7 @@ def _counter(name: str, values: list[int], body: Compiled) -> Compiled:
         error: ModelError | None = None
         try:
             n = 0
-            for v in values:
+            for v in (values(env) if callable(values) else values):
                 env.locals[name] = v
                 try:
                     if body(env):
@@ -581,7 +582,10 @@ class Semantics:
         return inflight
 
     def _msg_quant(self, e: ir.MsgQuant) -> Compiled:
-        """Binds the variable to (src, dst, fields) of each message of the type in flight."""
+        """Binds the variable to (src, dst, fields) of each message of the type in flight
+        (NOTE(message-count): ``count`` counts them, duplicates included)."""
+        if e.kind == "count":
+            return _counter(e.var, self._messages(e.message), self.expr(e.body))
         return _quantifier(e.kind == "forall", e.var, self._messages(e.message),
                            self.expr(e.body))
 

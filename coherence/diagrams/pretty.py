@@ -123,6 +123,8 @@ class Printer:
             case ir.InFlight():
                 dst = f", {self.expr(e.dst)}" if e.dst is not None else ""
                 return f"inflight({e.message}{dst})"
+            case ir.MsgQuant() if e.kind == "count":
+                return f"count({e.var}: {e.message} :: {self.expr(e.body)})"
             case ir.MsgQuant():
                 text = f"{e.kind} {e.var}: {e.message} :: {self.expr(e.body)}"
                 return f"({text})" if prec > 0 else text

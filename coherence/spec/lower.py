@@ -1357,20 +1357,33 @@ class _Lowerer:
 
     def count_expr(self, node: Tree, ctx: _Ctx, sp: Span) -> ir.Expr:
         """``count(a: T :: body)``: an ``int[0..|T|]``, binding ``a`` like ``forall`` does over
-        the same finite types (not over messages in flight: a count of messages would depend
-        on the network's capacity)."""
+        the same finite types; or ``count(m: Msg :: body)``, how many messages of a type in
+        flight make ``body`` true (invariants only, as the message quantifiers), an
+        ``int[0..bound]`` with ``bound`` the most its network can hold (NOTE(message-count))."""
         _, binder, body_node = node.children
         name, type_node = binder.children
         with self.scope(ctx):
             t = self.binder_type(type_node, ctx)
-            if isinstance(t, _MsgBinding):
-                raise self.error(f"count ranges over a finite type (agent, an enum, an int "
-                                 f"range, ...), not over messages in flight of '{t.message}'",
-                                 type_node)
-            self.bind(ctx, name, t)
+            self.bind(ctx, name, t)  # type: ignore[arg-type]
             body = self.expr(body_node, ctx)
             self.expect_bool(body, body_node)
+        if isinstance(t, _MsgBinding):
+            bound = self.network_bound(self.messages[t.message].network)
+            return ir.MsgQuant("count", str(name), t.message, body, ir.IntT(0, bound), sp)
         return ir.Count(str(name), t, body, ir.IntT(0, len(ir.domain(t))), sp)
+
+    def network_bound(self, name: str) -> int:
+        """The most messages network ``name`` can hold at once: its capacity in all
+        (unordered), per ordered pair of nodes (fifo), none between steps (bus)."""
+        net = self.networks[name]
+        nodes = self.node_count if self.hier else self.agents + 1
+        match net.ordering:
+            case ir.Ordering.UNORDERED:
+                return net.capacity
+            case ir.Ordering.FIFO:
+                return net.capacity * nodes * nodes
+            case _:
+                return 0
 
     def cond_expr(self, node: Tree, ctx: _Ctx, expected: ir.Type | None, sp: Span) -> ir.Expr:
         """``if c then a else b``: both branches have one type (ints: the union of their
