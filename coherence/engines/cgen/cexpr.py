@@ -264,8 +264,12 @@ class Frame:
                 f"if ({cond.format(m=pre)}) {{ {r} = 1; {pre}_stop = 1; }}"))
             return r
         if isinstance(e, ir.MsgQuant):
+            # NOTE(message-count): ``count`` visits every message (duplicates included) and
+            # adds one per true body, like ``ir.Count``: no instance decides it, so any
+            # error in the body is raised (the least one) after the loop.
+            count = e.kind == "count"
             forall = int(e.kind == "forall")
-            r = self.let(str(forall))
+            r = self.let("0" if count else str(forall))
             scope = self.open_scope()
 
             def body(pre: str) -> str:
@@ -273,6 +277,8 @@ class Frame:
                     self.msgvars[e.var] = pre
                     b = self.ex(e.body)
                     del self.msgvars[e.var]
+                    if count:
+                        return f"if ({b} != 0) {r}++;"
                     return (f"if (({b} != 0) != {forall}) {{ {r} = {1 - forall}; "
                             f"{scope.rank} = CO_NO_ERROR; {pre}_stop = 1; }}")
                 self.instance(scope, decide)
