@@ -460,6 +460,8 @@ class Exec:
         return out
 
     def msg_quant(self, e: ir.MsgQuant, c: Any) -> Any:
+        if e.kind == "count":
+            return self.msg_count(e, c)
         forall = e.kind == "forall"
         saved = self.locals.get(e.var)
         instances = []
@@ -472,6 +474,24 @@ class Exec:
         else:
             self.locals[e.var] = saved
         return self.decide(forall, instances)
+
+    def msg_count(self, e: ir.MsgQuant, c: Any) -> Any:
+        """NOTE(message-count): ``Semantics``' count of the messages in flight, duplicates
+        included: a place counts when a message of the type is there and makes the body true.
+        As ``count`` over a type, no short cut: the body of every message there is evaluated,
+        and any of their errors is the count's (NOTE(quantifier-errors): the reference raises
+        the least, the replay of the trace names it); an empty place raises nothing."""
+        saved = self.locals.get(e.var)
+        hits: list[Any] = []
+        for present, binding in self.messages(e.message):
+            self.locals[e.var] = binding
+            t = truth(self.expr(e.body, all_of([c, present])))
+            hits.append(all_of([present, t]))
+        if saved is None:
+            self.locals.pop(e.var, None)
+        else:
+            self.locals[e.var] = saved
+        return z3.Sum([b2i(h) for h in hits]) if hits else num(0)
 
     # ------------------------------------------------------------ statements
 
