@@ -295,6 +295,17 @@ def vocabulary(model: ir.Model, undef: set[str]) -> Vocabulary:
                            lambda e, a, k=k + 1, r=cread: e.caches[a][k] != UNDEF
                            and e.caches[a][k] == r(e, a), counted=True))
 
+    # NOTE(message-count): how many messages of one type a fifo queue to {x} holds, where it
+    # can hold two (MSI's PutAck behind a forward): "at most one" is what tells a reachable
+    # queue from one with two equal acknowledgements, which no other atom can
+    for msg in model.messages:
+        net = model.network(msg.network)
+        if (net.ordering is ir.Ordering.FIFO and net.capacity >= 2
+                and ir.MachineKind.CACHE in receivers[msg.name]):
+            ag.append(Atom(f"count(k: {msg.name} :: k.dst == {{x}}) <= 1", f"fifo1.{msg.name}",
+                           False, lambda e, a, n=msg.name: sum(
+                               d == a for _s, d, _f in e.msgs[n]) <= 1, counted=True))
+
     fields: dict[str, list[Atom]] = {}
     for msg in model.messages:
         fa: list[Atom] = []
