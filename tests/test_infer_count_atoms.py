@@ -11,7 +11,7 @@ from coherence.engines import check
 from coherence.smt.infer import appended_text
 from coherence.smt.infer_atoms import vocabulary
 from coherence.smt.infer_mine import Candidate, mine
-from coherence.spec.load import extend, load_spec, rebind
+from coherence.spec.load import extend, load_spec, load_spec_text, rebind
 from coherence.spec.select import drop_properties
 
 MSI = ROOT / "specs" / "msi_directory.coh"
@@ -24,7 +24,9 @@ LIMITS = {"global": 1, "agent": 2, "pair": 1, "msg": 2}
 @pytest.fixture(scope="module")
 def msi_counts() -> list[Candidate]:
     model = drop_properties(load_spec(MSI), ["coherent"])
-    cands, stats, _tpl = mine(model, sizes=(2, 3), max_literals=LIMITS)
+    # the reference search takes about 6 s at 3 agents, mine's default budget: a loaded
+    # machine must not cut it to a prefix
+    cands, stats, _tpl = mine(model, sizes=(2, 3), explore_seconds=300, max_literals=LIMITS)
     assert all(complete for _n, _s, complete, _sec in stats.sizes)
     return [c for c in cands if "count(" in c.text]
 
@@ -84,3 +86,24 @@ def test_mined_counts_hold_in_the_checker_at_3_agents(msi_counts: list[Candidate
         assert len(with_counts.invariants) == len(model.invariants) + len(group)
         result = check(rebind(with_counts, {"agents": 3}), engine="auto")
         assert result.verdict == "holds", result.failures[:1]
+
+
+def test_fifo_queue_lengths_are_mined(msi_counts: list[Candidate]) -> None:
+    """NOTE(message-count): MSI's forwards travel on fifo queues of capacity 2 (a PutAck can
+    wait behind a forward), so "at most one of a type" is a fact mining must offer: without
+    it, Houdini's pre-states held two PutAcks in one queue."""
+    texts = {c.text for c in msi_counts}
+    for t in ("FwdGetS", "FwdGetM", "Inv", "PutAck"):
+        assert f"forall i: agent :: (count(k: {t} :: k.dst == i) <= 1)" in texts
+    voc = vocabulary(load_spec(MSI), set())
+    queued = {a.text for a in voc.agent if a.group.startswith("fifo1.")}
+    # only the fifo network's types: Data and InvAck travel unordered
+    assert queued == {f"count(k: {t} :: k.dst == {{x}}) <= 1"
+                      for t in ("FwdGetS", "FwdGetM", "Inv", "PutAck")}
+
+
+def test_a_queue_of_capacity_one_has_no_length_atom() -> None:
+    text = MSI.read_text().replace("network fwd: fifo, capacity = 2;",
+                                   "network fwd: fifo, capacity = 1;")
+    voc = vocabulary(load_spec_text(text, "msi1.coh"), set())
+    assert not [a for a in voc.agent if a.group.startswith("fifo1.")]
