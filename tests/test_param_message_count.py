@@ -90,3 +90,15 @@ def test_without_its_aux_line_the_count_is_not_proved() -> None:
                            "message_count_aux.coh")
     result = prove_all(model, timeout=300)
     assert result.verdict != "holds"
+
+
+def test_a_hierarchical_proof_refuses_a_message_count(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    text = (ROOT / "tests" / "specs" / "hierarchy" / "one_gpu_flush.coh").read_text()
+    text += "invariant aux few_gets: count(m: Get :: true) <= 8;\n"
+    spec = tmp_path / "flush.coh"
+    spec.write_text(text)
+    line = text.count("\n")
+    assert main(["prove", str(spec), "--agents", "any"]) == 2
+    err = capsys.readouterr().err
+    assert f"{spec}:{line}:" in err and "hierarchical" in err, err
