@@ -300,3 +300,17 @@ invariant never: !inflight(Never);
     result = infer(load_spec_text(text, "q.coh"), InferOptions(
         rlimit=20_000_000, final_rlimit=100_000_000, explore_seconds=float("inf")))
     assert result.proof.verdict == "holds", (result.missing, result.proof.reason)
+
+
+def test_a_dropped_target_is_said_when_it_breaks(mined_at_2: tuple[list[Candidate], Templates]
+                                                 ) -> None:
+    """Without candidates nothing makes the acked scheme's invariants inductive: each
+    target Houdini drops is in the progress stream at once, not only in the result (a
+    half-hour MSI run killed before its end said nothing of them)."""
+    from coherence.smt.infer_finite import houdini_finite
+    _cands, tpl = mined_at_2
+    said: list[str] = []
+    result = houdini_finite(_acked(), [], tpl, 3, progress=said.append)
+    assert result.failed
+    for t in result.failed:
+        assert any(f"target {t} dropped at query" in line for line in said), (t, said)

@@ -740,6 +740,8 @@ class _Lazy:
             for t in broke:
                 live_t.discard(t)
                 failed.append(t)
+                # said at once: a long run (MSI's, half an hour) shows which target broke
+                say(f"Houdini at {n} agents: target {t} dropped at query {self.queries}")
             if self.queries % 10 == 0:
                 say(f"Houdini at {n} agents: {len(chosen)} chosen, {len(alive)} alive after "
                     f"{self.queries} queries")
