@@ -13,6 +13,9 @@ states our checker counts (docs/rumur.md):
   Rumur's scalarset symmetry (Rumur has no multiset type);
 * the atomic bus is a procedure call per message: the receiver's handler runs inside the
   sender's step, as in ``Semantics._deliver_now``;
+* Murphi has no sum: a count of messages in flight (NOTE(message-count)) is a function that
+  loops over the places a message can be (fifo positions, unordered counters), reads ``st``
+  and takes the enclosing binders its body reads as parameters;
 * the coherence monitor (``property ...: coherence``) is NOT exported: compare with it skipped;
 * our deadlock (nothing enabled, but not quiescent) is Rumur's ``--deadlock-detection stuck``
   plus an ``idle`` rule enabled exactly in quiescent states.
@@ -55,6 +58,22 @@ class _Ctx:
     # messages bound by `forall m: Msg`: name -> (src node, dst node, field -> Murphi expr)
     mvars: dict[str, tuple[tuple[str, str | None], tuple[str, str | None], dict[str, str]]] = (
         attrs.Factory(dict))
+    # their Murphi binders ("l__m_s: AGENT", ...): a message count's function takes them
+    mbinders: dict[str, list[str]] = attrs.Factory(dict)
+
+
+@attrs.frozen
+class _Place:
+    """Where a message bound by a quantifier or count can be (one direction's fifo position
+    or unordered counter): its Murphi binders, nodes and fields, the condition that a
+    message is there, and how many are (NOTE(message-count))."""
+
+    binders: list[str]
+    src: tuple[str, str | None]
+    dst: tuple[str, str | None]
+    fields: dict[str, str]
+    present: str
+    amount: str
 
 
 @attrs.define
@@ -97,6 +116,58 @@ def count_text(e: ir.Count, type_text: Callable[[ir.Type], str],
     else:
         raise ExportError(f"count() over {t} is not supported by the Murphi exporter", e.span)
     return "(" + (" + ".join(terms) or "0") + ")"
+
+
+def free_names(e: ir.Expr) -> tuple[dict[str, ir.Type], list[str]]:
+    """The locals (name -> type) and the messages bound by ``forall m: Msg`` that ``e`` reads
+    but does not bind itself, in order of first use: what a message count's Murphi function
+    needs as parameters (NOTE(message-count))."""
+    local_types: dict[str, ir.Type] = {}
+    mvars: list[str] = []
+
+    def go(node: Any, bound: frozenset[str]) -> None:
+        if isinstance(node, ir.Local):
+            if node.name not in bound:
+                local_types.setdefault(node.name, node.type)
+        elif isinstance(node, ir.MsgVarAttr):
+            if node.var not in bound and node.var not in mvars:
+                mvars.append(node.var)
+        elif isinstance(node, (ir.Quant, ir.Count, ir.MsgQuant)):
+            go(node.body, bound | {node.var})
+        elif isinstance(node, tuple):
+            for x in node:
+                go(x, bound)
+        elif attrs.has(type(node)) and not isinstance(node, Span):
+            for f in attrs.fields(type(node)):
+                go(getattr(node, f.name), bound)
+    go(e, frozenset())
+    return local_types, mvars
+
+
+def count_fn(fns: dict[str, str], stem: str, params: list[str], bound: int,
+             loops: list[tuple[list[str], str, str, str]]) -> str:
+    """The name of a Murphi function that sums, over every place a message can be, ``add``
+    where ``present`` and then ``body`` hold: one ``(binders, present, body, add)`` per group
+    of places (NOTE(message-count)). The body is evaluated only where a message is (as in
+    ``present -> body``): a count of the messages in flight, duplicates included, as
+    ``Semantics._msg_quant`` counts them. ``fns`` maps each function's text after its name
+    to the name (equal counts share one); emit them with ``count_fn_text``."""
+    code = ["n := 0;"]
+    for binders, present, body, add in loops:
+        inner = [f"if {present} then", f"  if {body} then n := n + {add} end;", "end;"]
+        for b in reversed(binders):
+            inner = [f"for {b} do", *_ind(inner), "end;"]
+        code += inner
+    key = "\n".join([f"({'; '.join(params)}): 0..{bound};", f"var n: 0..{bound};", "begin",
+                     *_ind([*code, "return n;"]), "end;", ""])
+    if key not in fns:
+        fns[key] = f"{stem}{len(fns) + 1}"
+    return fns[key]
+
+
+def count_fn_text(fns: dict[str, str]) -> list[str]:
+    """The functions ``count_fn`` named, in the order they were made (callees first)."""
+    return [line for key, name in fns.items() for line in f"function {name}{key}".split("\n")]
 
 
 def _bind(node: Any, name: str, value: ir.Expr) -> Any:
@@ -199,6 +270,7 @@ class MurphiExporter(MurphiNames):
             for f in msg.fields:
                 self._no_node(f.type, f.span, f"field {msg.name}.{f.name}")
         self.rule_specs: list[tuple[str, list[str], str, str]] = []
+        self.count_fns: dict[str, str] = {}  # NOTE(message-count): count_fn's functions
         self.rule_args: dict[str, list[str]] = {}
         self.handlers = handler_table(model)
 
@@ -487,13 +559,58 @@ class MurphiExporter(MurphiNames):
     def msg_quant(self, e: ir.MsgQuant, ctx: _Ctx) -> str:
         """One quantifier per direction (agent->home, home->agent, agent->agent) over the
         places a message can be: fifo positions, or the unordered network's counters."""
+        if e.kind == "count":
+            return self.msg_count(e, ctx)
+        forall = e.kind == "forall"
+        parts = []
+        for pl in self.msg_places(e, ctx.s):
+            ctx.mvars[e.var] = (pl.src, pl.dst, pl.fields)
+            ctx.mbinders[e.var] = pl.binders
+            try:
+                body = self.expr(e.body, ctx)
+            finally:
+                del ctx.mvars[e.var], ctx.mbinders[e.var]
+            cond = f"({pl.present} -> {body})" if forall else f"({pl.present} & {body})"
+            for b in reversed(pl.binders):
+                cond = f"({'forall' if forall else 'exists'} {b} do {cond} end)"
+            parts.append(cond)
+        joiner = " & " if forall else " | "
+        return "(" + (joiner.join(parts) or ("true" if forall else "false")) + ")"
+
+    def msg_count(self, e: ir.MsgQuant, ctx: _Ctx) -> str:
+        """NOTE(message-count): ``count(m: Msg :: body)`` as the call of a function that sums
+        over the places of ``msg_places`` (a fifo position counts one, an unordered counter
+        its value). Murphi has no sum; the function reads the state ``st`` itself and takes
+        the locals and the enclosing messages' binders that the body reads as parameters."""
+        if ctx.s != "st" or ctx.me is not None or ctx.src is not None or ctx.fields:
+            raise ExportError("count over messages in flight is only supported in invariants",
+                              e.span)
+        local_types, outer = free_names(e)
+        params = [f"l_{x}: {self.type(t)}" for x, t in local_types.items()]
+        args = [f"l_{x}" for x in local_types]
+        inner = _Ctx(ctx.s)
+        for v in outer:
+            inner.mvars[v], inner.mbinders[v] = ctx.mvars[v], ctx.mbinders[v]
+            params += ctx.mbinders[v]
+            args += [b.split(":")[0] for b in ctx.mbinders[v]]
+        loops = []
+        for pl in self.msg_places(e, ctx.s):
+            inner.mvars[e.var], inner.mbinders[e.var] = (pl.src, pl.dst, pl.fields), pl.binders
+            loops.append((pl.binders, pl.present, self.expr(e.body, inner), pl.amount))
+        if not loops:  # the atomic bus holds nothing between steps
+            return "0"
+        assert isinstance(e.type, ir.IntT)
+        name = count_fn(self.count_fns, "MsgCount", params, e.type.hi, loops)
+        return f"{name}({', '.join(args)})"
+
+    def msg_places(self, e: ir.MsgQuant, s: str) -> list[_Place]:
+        """Every place a message of ``e``'s type can be, per direction it can travel."""
         msg = self.m.message(e.message)
         net = self.net(msg.network)
-        forall = e.kind == "forall"
         if net.ordering is ir.Ordering.BUS:
-            return "true" if forall else "false"
+            return []
         qs, qd, qk = f"l__{e.var}_s", f"l__{e.var}_d", f"l__{e.var}_k"
-        parts = []
+        out = []
         for d in self.msg_dirs(msg.name):
             binders = []
             if d in ("a2h", "a2a"):
@@ -503,10 +620,11 @@ class MurphiExporter(MurphiNames):
             src = ("agent", qs) if d in ("a2h", "a2a") else ("home", None)
             dst = ("agent", qd) if d in ("h2a", "a2a") else ("home", None)
             if net.ordering is ir.Ordering.FIFO:
-                q = self.queue(net, d, qs, qd, ctx.s)
+                q = self.queue(net, d, qs, qd, s)
                 binders.append(f"{qk}: 0..{net.capacity - 1}")
                 present = f"({qk} < {q}.count & {q}.q[{qk}].mtype = MT_{msg.name})"
                 fields = {f.name: f"{q}.q[{qk}].f_{msg.name}_{f.name}" for f in msg.fields}
+                amount = "1"
             else:
                 slots = []
                 fields = {}
@@ -514,18 +632,10 @@ class MurphiExporter(MurphiNames):
                     binders.append(f"l__{e.var}_f{i}: {t}")
                     slots.append(f"l__{e.var}_f{i}")
                     fields[f.name] = f"l__{e.var}_f{i}"
-                present = f"({self.counter(msg, d, qs, qd, slots, ctx.s)} > 0)"
-            ctx.mvars[e.var] = (src, dst, fields)
-            try:
-                body = self.expr(e.body, ctx)
-            finally:
-                del ctx.mvars[e.var]
-            cond = f"({present} -> {body})" if forall else f"({present} & {body})"
-            for b in reversed(binders):
-                cond = f"({'forall' if forall else 'exists'} {b} do {cond} end)"
-            parts.append(cond)
-        joiner = " & " if forall else " | "
-        return "(" + (joiner.join(parts) or ("true" if forall else "false")) + ")"
+                amount = self.counter(msg, d, qs, qd, slots, s)
+                present = f"({amount} > 0)"
+            out.append(_Place(binders, src, dst, fields, present, amount))
+        return out
 
     # ------------------------------------------------------------ statements
 
@@ -752,22 +862,25 @@ class MurphiExporter(MurphiNames):
         out.append("  State_t: record")
         out += _ind(sfields, 2)
         out += ["  end;", "", "var", "  st: State_t;", ""]
-        out += self.helpers()
-        out += self.procedures()
-        out += self.startstate()
-        out += self.rules()
+        props = []  # first: their message counts' functions go before the rules
         for inv in m.invariants:
             try:
                 body = self.expr(inv.expr, _Ctx("st"))
             except _HomeNotAgent:
                 body = "false"
-            out.append(f'invariant "{inv.name}" {body};')
+            props.append(f'invariant "{inv.name}" {body};')
         for a in m.assumptions:  # NOTE(assume): Rumur discards such states, as we do
             try:
                 body = self.expr(a.expr, _Ctx("st"))
             except _HomeNotAgent:
                 body = "false"  # it cannot be evaluated: false, as in Semantics.assumed
-            out.append(f'assume "{a.name}" {body};')
+            props.append(f'assume "{a.name}" {body};')
+        out += self.helpers()
+        out += count_fn_text(self.count_fns)
+        out += self.procedures()
+        out += self.startstate()
+        out += self.rules()
+        out += props
         return "\n".join(out) + "\n"
 
     def helpers(self) -> list[str]:

@@ -40,7 +40,10 @@ from coherence.export.murphi import (
     _designator,
     _ind,
     _Proc,
+    count_fn,
+    count_fn_text,
     count_text,
+    free_names,
 )
 from coherence.semantics import handler_table, spontaneous
 
@@ -66,6 +69,7 @@ class _Ctx:
     src: _Node | None = None
     fields: dict[str, str | _Node] = attrs.Factory(dict)
     mvars: dict[str, tuple[_Node, _Node, dict[str, str | _Node]]] = attrs.Factory(dict)
+    mbinders: dict[str, list[str]] = attrs.Factory(dict)  # their Murphi binders
 
 
 def _kname(kind: str) -> str:
@@ -85,6 +89,7 @@ class HierMurphiExporter(MurphiNames):
         self.processor = proc.name if proc is not None else None
         self.rule_specs: list[tuple[str, list[str], str, str, list[str]]] = []
         self.fail_fns: dict[str, str] = {}
+        self.count_fns: dict[str, str] = {}  # NOTE(message-count): count_fn's functions
         self._analyse()
 
     # ------------------------------------------------------------ who sends what to whom
@@ -506,9 +511,9 @@ class HierMurphiExporter(MurphiNames):
 
     def places(self, msg: ir.Message, stem: str, s: str,
                dst: _Node | None = None) -> list[tuple[list[str], str, _Node, _Node,
-                                                       dict[str, str | _Node]]]:
-        """Every place a message can be: (binders, 'it is there' condition, src, dst, fields)
-        per pair, fifo position or counter."""
+                                                       dict[str, str | _Node], str]]:
+        """Every place a message can be: (binders, 'it is there' condition, src, dst, fields,
+        how many are there) per pair, fifo position or counter."""
         net = self.net(msg.network)
         out = []
         for sm, dm in self.pairs[msg.name]:
@@ -532,12 +537,13 @@ class HierMurphiExporter(MurphiNames):
                     slot = f"{q}.q[{k}].f_{msg.name}_{f.name}"
                     fields[f.name] = _Node(dyn=slot) if isinstance(f.type, ir.HNodeT) else slot
                 out.append(([*binders, f"{k}: 0..{net.capacity - 1}"],
-                            f"({guard} & {present})", src, d, fields))
+                            f"({guard} & {present})", src, d, fields, "1"))
                 continue
             for kinds in self.kind_combos(msg):
                 extra, slots, fields = self.slot_binders(msg, kinds, f"{stem}f")
-                present = f"({self.counter(msg, src, d, kinds, slots, s)} > 0)"
-                out.append(([*binders, *extra], f"({guard} & {present})", src, d, fields))
+                amount = self.counter(msg, src, d, kinds, slots, s)
+                out.append(([*binders, *extra], f"({guard} & ({amount} > 0))", src, d, fields,
+                            amount))
         return out
 
     def slot_binders(self, msg: ir.Message, kinds: tuple[str, ...],
@@ -564,7 +570,7 @@ class HierMurphiExporter(MurphiNames):
             return "false"
         dst = self.node(e.dst, ctx) if e.dst is not None else None
         parts = []
-        for binders, cond, _s, _d, _f in self.places(msg, "l__if", ctx.s, dst):
+        for binders, cond, _s, _d, _f, _n in self.places(msg, "l__if", ctx.s, dst):
             for b in reversed(binders):
                 cond = f"(exists {b} do {cond} end)"
             parts.append(cond)
@@ -572,22 +578,54 @@ class HierMurphiExporter(MurphiNames):
 
     def msg_quant(self, e: ir.MsgQuant, ctx: _Ctx) -> str:
         msg = self.m.message(e.message)
+        if e.kind == "count":
+            return self.msg_count(e, ctx)
         forall = e.kind == "forall"
         if self.net(msg.network).ordering is ir.Ordering.BUS:
             return "true" if forall else "false"
         parts = []
-        for binders, present, src, dst, fields in self.places(msg, f"l__{e.var}_", ctx.s):
+        for binders, present, src, dst, fields, _n in self.places(msg, f"l__{e.var}_", ctx.s):
             ctx.mvars[e.var] = (src, dst, fields)
+            ctx.mbinders[e.var] = binders
             try:
                 body = self.expr(e.body, ctx)
             finally:
-                del ctx.mvars[e.var]
+                del ctx.mvars[e.var], ctx.mbinders[e.var]
             cond = f"({present} -> {body})" if forall else f"({present} & {body})"
             for b in reversed(binders):
                 cond = f"({'forall' if forall else 'exists'} {b} do {cond} end)"
             parts.append(cond)
         joiner = " & " if forall else " | "
         return "(" + (joiner.join(parts) or ("true" if forall else "false")) + ")"
+
+    def msg_count(self, e: ir.MsgQuant, ctx: _Ctx) -> str:
+        """NOTE(message-count): ``count(m: Msg :: body)`` as the call of a function that sums
+        over the places of ``places`` (a fifo position counts one, an unordered counter its
+        value), as in the flat exporter (``MurphiExporter.msg_count``)."""
+        if ctx.s != "st" or ctx.me is not None or ctx.src is not None or ctx.fields:
+            raise ExportError("count over messages in flight is only supported in invariants",
+                              e.span)
+        msg = self.m.message(e.message)
+        if self.net(msg.network).ordering is ir.Ordering.BUS:
+            return "0"  # the atomic bus holds nothing between steps
+        local_types, outer = free_names(e)
+        params = [f"l_{x}: {self.type(t)}" for x, t in local_types.items()]
+        args = [f"l_{x}" for x in local_types]
+        inner = _Ctx(ctx.s)
+        for v in outer:
+            inner.mvars[v], inner.mbinders[v] = ctx.mvars[v], ctx.mbinders[v]
+            params += ctx.mbinders[v]
+            args += [b.split(":")[0] for b in ctx.mbinders[v]]
+        loops = []
+        for binders, present, src, dst, fields, amount in self.places(msg, f"l__{e.var}_",
+                                                                      ctx.s):
+            inner.mvars[e.var], inner.mbinders[e.var] = (src, dst, fields), binders
+            loops.append((binders, present, self.expr(e.body, inner), amount))
+        if not loops:
+            return "0"
+        assert isinstance(e.type, ir.IntT)
+        name = count_fn(self.count_fns, "MsgCount", params, e.type.hi, loops)
+        return f"{name}({', '.join(args)})"
 
     # ------------------------------------------------------------ statements
 
@@ -1172,6 +1210,7 @@ class HierMurphiExporter(MurphiNames):
         rules = self.rules()
         out += self.helpers()
         out += [x for _, text in sorted(self.fail_fns.items()) for x in text.split("\n")]
+        out += count_fn_text(self.count_fns)  # they may call the functions above
         out += procs + start + rules + invariants + assumes
         return "\n".join(out) + "\n"
 

@@ -426,13 +426,18 @@ class PromelaExporter:
         return t
 
     def msg_quant(self, e: ir.MsgQuant, ctx: _Ctx, pre: list[str]) -> str:
+        """``forall``/``exists`` (stopping at the first message that decides it) or
+        ``count`` (NOTE(message-count): the body for every message, duplicates included, no
+        early exit, as the semantics counts them) over the messages of a type in flight."""
         msg = self.m.message(e.message)
         net = self.m.network(msg.network)
+        counting = e.kind == "count"
         forall = 1 if e.kind == "forall" else 0
-        t = self.temp("mq")
-        pre.append(f"{t} = {forall};")
+        t = self.temp("mc" if counting else "mq")
+        pre.append(f"{t} = {0 if counting else forall};")
         if net.ordering is ir.Ordering.BUS:
             return t
+        stop = "" if counting else f" && {t} == {forall}"
         k = self.msg_index[msg.name]
         body: list[str] = []
         if net.ordering is ir.Ordering.UNORDERED:
@@ -444,9 +449,9 @@ class PromelaExporter:
             b = self.expr(e.body, ctx, body)[0]
             del ctx.mvars[e.var]
             body_text = "\n".join(body)
-            pre.append(f"{i} = 0; do :: {i} < u_{net.name}_cnt && {t} == {forall} -> "
+            pre.append(f"{i} = 0; do :: {i} < u_{net.name}_cnt{stop} -> "
                        f"if :: u_{net.name}_t[{i}] == {k} -> {body_text} "
-                       f"if :: ({b} != 0) != {forall} -> {t} = {1 - forall} :: else -> skip fi "
+                       f"{self.tally(t, b, counting, forall)} "
                        f":: else -> skip fi; {i}++ :: else -> break od;")
             return t
         c = net.capacity
@@ -459,12 +464,19 @@ class PromelaExporter:
         b = self.expr(e.body, ctx, body)[0]
         del ctx.mvars[e.var]
         body_text = "\n".join(body)
-        pre.append(f"{q} = 0; do :: {q} < {self.nodes * self.nodes} && {t} == {forall} -> "
-                   f"{j} = 0; do :: {j} < f_{net.name}_len[{q}] && {t} == {forall} -> "
+        pre.append(f"{q} = 0; do :: {q} < {self.nodes * self.nodes}{stop} -> "
+                   f"{j} = 0; do :: {j} < f_{net.name}_len[{q}]{stop} -> "
                    f"if :: f_{net.name}_t[{slot}] == {k} -> {body_text} "
-                   f"if :: ({b} != 0) != {forall} -> {t} = {1 - forall} :: else -> skip fi "
+                   f"{self.tally(t, b, counting, forall)} "
                    f":: else -> skip fi; {j}++ :: else -> break od; {q}++ :: else -> break od;")
         return t
+
+    @staticmethod
+    def tally(t: str, b: str, counting: bool, forall: int) -> str:
+        """A message quantifier's update of its result ``t`` by one message's body ``b``."""
+        if counting:
+            return f"if :: {b} != 0 -> {t}++ :: else -> skip fi"
+        return f"if :: ({b} != 0) != {forall} -> {t} = {1 - forall} :: else -> skip fi"
 
     # ------------------------------------------------------------ blocking
 
