@@ -118,6 +118,21 @@ def count_text(e: ir.Count, type_text: Callable[[ir.Type], str],
     return "(" + (" + ".join(terms) or "0") + ")"
 
 
+def count_parameters(e: ir.MsgQuant, ctx: Any, inner: Any,
+                     type_text: Callable[[ir.Type], str]) -> tuple[list[str], list[str]]:
+    """(parameters, arguments) of a message count's Murphi function (NOTE(message-count)):
+    the locals its body reads, then the binders of the enclosing messages it reads, whose
+    bindings are copied from ``ctx`` into the function's context ``inner``."""
+    local_types, outer = free_names(e)
+    params = [f"l_{x}: {type_text(t)}" for x, t in local_types.items()]
+    args = [f"l_{x}" for x in local_types]
+    for v in outer:
+        inner.mvars[v], inner.mbinders[v] = ctx.mvars[v], ctx.mbinders[v]
+        params += ctx.mbinders[v]
+        args += [b.split(":")[0] for b in ctx.mbinders[v]]
+    return params, args
+
+
 def free_names(e: ir.Expr) -> tuple[dict[str, ir.Type], list[str]]:
     """The locals (name -> type) and the messages bound by ``forall m: Msg`` that ``e`` reads
     but does not bind itself, in order of first use: what a message count's Murphi function
@@ -585,14 +600,8 @@ class MurphiExporter(MurphiNames):
         if ctx.s != "st" or ctx.me is not None or ctx.src is not None or ctx.fields:
             raise ExportError("count over messages in flight is only supported in invariants",
                               e.span)
-        local_types, outer = free_names(e)
-        params = [f"l_{x}: {self.type(t)}" for x, t in local_types.items()]
-        args = [f"l_{x}" for x in local_types]
         inner = _Ctx(ctx.s)
-        for v in outer:
-            inner.mvars[v], inner.mbinders[v] = ctx.mvars[v], ctx.mbinders[v]
-            params += ctx.mbinders[v]
-            args += [b.split(":")[0] for b in ctx.mbinders[v]]
+        params, args = count_parameters(e, ctx, inner, self.type)
         loops = []
         for pl in self.msg_places(e, ctx.s):
             inner.mvars[e.var], inner.mbinders[e.var] = (pl.src, pl.dst, pl.fields), pl.binders

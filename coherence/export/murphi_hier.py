@@ -42,8 +42,8 @@ from coherence.export.murphi import (
     _Proc,
     count_fn,
     count_fn_text,
+    count_parameters,
     count_text,
-    free_names,
 )
 from coherence.semantics import handler_table, spontaneous
 
@@ -608,14 +608,8 @@ class HierMurphiExporter(MurphiNames):
         msg = self.m.message(e.message)
         if self.net(msg.network).ordering is ir.Ordering.BUS:
             return "0"  # the atomic bus holds nothing between steps
-        local_types, outer = free_names(e)
-        params = [f"l_{x}: {self.type(t)}" for x, t in local_types.items()]
-        args = [f"l_{x}" for x in local_types]
         inner = _Ctx(ctx.s)
-        for v in outer:
-            inner.mvars[v], inner.mbinders[v] = ctx.mvars[v], ctx.mbinders[v]
-            params += ctx.mbinders[v]
-            args += [b.split(":")[0] for b in ctx.mbinders[v]]
+        params, args = count_parameters(e, ctx, inner, self.type)
         loops = []
         for binders, present, src, dst, fields, amount in self.places(msg, f"l__{e.var}_",
                                                                       ctx.s):

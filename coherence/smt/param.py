@@ -359,12 +359,18 @@ def _fixed_end(e: ir.MsgQuant) -> tuple[str, ir.Expr] | None:
 
 
 def _mentions(x: Any, var: str) -> bool:
-    if isinstance(x, ir.MsgVarAttr):
-        return x.var == var
-    if isinstance(x, tuple):
-        return any(_mentions(v, var) for v in x)
-    if attrs.has(type(x)):
-        return any(_mentions(getattr(x, f.name), var) for f in attrs.fields(type(x)))
+    return _has(x, lambda n: isinstance(n, ir.MsgVarAttr) and n.var == var)
+
+
+def _has(node: Any, found: Callable[[Any], bool]) -> bool:
+    """Whether ``found`` holds of ``node`` or of an IR node below it."""
+    if found(node):
+        return True
+    if isinstance(node, (tuple, list)):
+        return any(_has(x, found) for x in node)
+    if attrs.has(type(node)):
+        return any(_has(getattr(node, f.name), found) for f in attrs.fields(type(node))
+                   if f.name not in ("span", "file", "origin", "type"))
     return False
 
 
@@ -1193,14 +1199,7 @@ def obligations(model: ir.Model, shape: Any = None) -> tuple[ParamEncoder, PStat
 
 def _message_counts(node: Any) -> bool:
     """Whether the IR ``node`` counts messages in flight (NOTE(message-count))."""
-    if isinstance(node, ir.MsgQuant) and node.kind == "count":
-        return True
-    if isinstance(node, (tuple, list)):
-        return any(_message_counts(x) for x in node)
-    if attrs.has(type(node)):
-        return any(_message_counts(getattr(node, f.name)) for f in attrs.fields(type(node))
-                   if f.name not in ("span", "file", "origin", "type"))
-    return False
+    return _has(node, lambda n: isinstance(n, ir.MsgQuant) and n.kind == "count")
 
 
 def _counts(node: Any) -> bool:
