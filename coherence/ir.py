@@ -419,12 +419,16 @@ class MsgQuant:
     span: Span = _span()
 
 
+POSITION = "pos"  # NOTE(message-position): ``m.pos``, a message's place in its fifo queue
+
+
 @attrs.frozen
 class MsgVarAttr:
-    """``m.FIELD``, ``m.src`` or ``m.dst`` of a message bound by ``MsgQuant``."""
+    """``m.FIELD``, ``m.src``, ``m.dst`` or ``m.pos`` of a message bound by ``MsgQuant``
+    (NOTE(message-position): ``pos`` is its place in its fifo queue, 0 the head)."""
 
     var: str
-    attr: str  # a field name, "src" or "dst"
+    attr: str  # a field name, "src", "dst" or POSITION
     message: str
     type: Type
     span: Span = _span()

@@ -235,7 +235,7 @@ class _Env:
         self.nets = nets
         self.agent: int | None = None
         self.msg: tuple[int, tuple[int, ...], int] | None = None  # (src, fields, type)
-        # ints, and (src, dst, fields) for a message quantifier's variable
+        # ints, and (src, dst, fields, pos) for a message quantifier's variable
         self.locals: dict[str, Any] = {}
         self.performs: list[Perform] = []
         self.bus: list[tuple[int, int, int, tuple[int, ...]]] = []
@@ -446,6 +446,8 @@ class Semantics:
             return lambda env: env.locals[name][0]
         if attr == "dst":
             return lambda env: env.locals[name][1]
+        if attr == ir.POSITION:  # NOTE(message-position)
+            return lambda env: env.locals[name][3]
         pos = self.field_pos[(self.msg_index[e.message], attr)]
         return lambda env: env.locals[name][2][pos]
 
@@ -568,9 +570,19 @@ class Semantics:
             case _:
                 assert_never(ordering)
 
-    def _messages(self, message: str) -> Callable[[_Env], list[tuple[int, int, tuple]]]:
-        """``in_flight`` on the environment's line and networks."""
-        return lambda env: self.in_flight(env.nets, env.line, message)
+    def placed(self, nets: tuple, line: int, message: str) -> list[tuple[int, int, tuple, int]]:
+        """``in_flight`` with each message's place: (src, dst, fields, pos), ``pos`` its index
+        in its fifo queue, 0 the head (NOTE(message-position)); -1 on an unordered network,
+        where the front end lets no expression read it."""
+        t, net_i, ordering = self._msg_net[message]
+        if ordering is not ir.Ordering.FIFO:
+            return [(*m, -1) for m in self.in_flight(nets, line, message)]
+        return [(k[0], k[1], q[1], pos) for k, queue in nets[net_i] if k[2] == line
+                for pos, q in enumerate(queue) if q[0] == t]
+
+    def _messages(self, message: str) -> Callable[[_Env], list[tuple[int, int, tuple, int]]]:
+        """``placed`` on the environment's line and networks: what message quantifiers bind."""
+        return lambda env: self.placed(env.nets, env.line, message)
 
     def _inflight(self, e: ir.InFlight) -> Compiled:
         messages = self._messages(e.message)
@@ -582,7 +594,7 @@ class Semantics:
         return inflight
 
     def _msg_quant(self, e: ir.MsgQuant) -> Compiled:
-        """Binds the variable to (src, dst, fields) of each message of the type in flight
+        """Binds the variable to (src, dst, fields, pos) of each message of the type in flight
         (NOTE(message-count): ``count`` counts them, duplicates included)."""
         if e.kind == "count":
             return _counter(e.var, self._messages(e.message), self.expr(e.body))

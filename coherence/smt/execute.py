@@ -269,11 +269,13 @@ class Exec:
             case ir.MsgQuant():
                 return self.msg_quant(e, c)
             case ir.MsgVarAttr():
-                src, dst, fields = self.locals[e.var]
+                src, dst, fields, pos = self.locals[e.var]
                 if e.attr == "src":
                     return src
                 if e.attr == "dst":
                     return dst
+                if e.attr == ir.POSITION:  # NOTE(message-position)
+                    return pos
                 return fields[self.enc.field_pos[(self.enc.msg_index[e.message], e.attr)]]
             case ir.Cond():  # only the chosen branch's errors count
                 cv = truth(self.check(self.expr(e.cond, c), c))
@@ -439,8 +441,10 @@ class Exec:
         return b2i(any_of([present if d is None else all_of([present, dst == d])
                            for present, (_src, dst, _f) in self.messages(e.message)]))
 
-    def messages(self, message: str) -> list[tuple[Any, tuple[Any, Any, list[Any]]]]:
-        """(present, (src, dst, fields)) for every place a message of this type can be."""
+    def messages(self, message: str) -> list[tuple[Any, tuple[Any, Any, list[Any], Any]]]:
+        """(present, (src, dst, fields, pos)) for every place a message of this type can be;
+        ``pos`` is the slot of a fifo queue, 0 its head (NOTE(message-position)), and -1 on
+        an unordered network, where the front end lets no expression read it."""
         t = self.enc.msg_index[message]
         net_i = self.enc.net_index[self.enc.model.message(message).network]
         contents = self.nets[net_i]
@@ -449,14 +453,14 @@ class Exec:
         if net.ordering is ir.Ordering.UNORDERED:
             for s in contents:
                 out.append((all_of([s.valid, s.line == self.line, s.type == t]),
-                            (s.src, s.dst, s.fields)))
+                            (s.src, s.dst, s.fields, num(-1))))
         elif net.ordering is ir.Ordering.FIFO:
             for (src, dst, ln), q in contents.items():
                 if ln != self.line:
                     continue
                 for k, ty in enumerate(q.types):
                     out.append((all_of([q.count > k, ty == t]),
-                                (num(src), num(dst), q.fields[k])))
+                                (num(src), num(dst), q.fields[k], num(k))))
         return out
 
     def msg_quant(self, e: ir.MsgQuant, c: Any) -> Any:

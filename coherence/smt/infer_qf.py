@@ -126,9 +126,8 @@ def houdini_qf(model: ir.Model, cands: list[Candidate],
             return z3.Implies(dom, clause(s, c, bind, "", 0, pol, g))
         msg = c.kind[4:]
         parts = []
-        for n, (present, fields) in enumerate(PExec(enc, s).places(msg, x, y)):
-            parts.append(z3.Implies(present, clause(s, c, {"m": (x, y, fields)}, msg, n, pol,
-                                                    g)))
+        for n, (present, binding) in enumerate(PExec(enc, s).placed(msg, x, y)):
+            parts.append(z3.Implies(present, clause(s, c, {"m": binding}, msg, n, pol, g)))
         return all_of(parts)
 
     def tuples(c: Candidate) -> list[tuple[Any, Any]]:

@@ -553,7 +553,9 @@ class PExec(Exec):
         return b2i(z3.Exists([x], z3.And(is_agent(x), body)))
 
     def places(self, message: str, src: Any, dst: Any) -> list[tuple[Any, list[Any]]]:
-        """(present, fields) of every place a message of this type from src to dst can be."""
+        """(present, fields) of every place a message of this type from src to dst can be:
+        one per type on an unordered network, one per slot of a fifo queue (slot k is
+        position k, 0 the head: ``position``)."""
         t = self.enc.msg_index[message]
         net = self.nets[self.enc.net_index[self.enc.model.message(message).network]]
         if isinstance(net, UNet):
@@ -561,6 +563,16 @@ class PExec(Exec):
         count, types, fields = net
         return [(z3.And(count[src, dst] > k, ty[src, dst] == t),
                  [f[src, dst] for f in fields[k]]) for k, ty in enumerate(types)]
+
+    def placed(self, message: str, src: Any,
+               dst: Any) -> list[tuple[Any, tuple[Any, Any, list[Any], Any]]]:
+        """``places`` with what a message variable binds: (src, dst, fields, pos), ``pos``
+        the slot (NOTE(message-position)); -1 on an unordered network, which no expression
+        may read."""
+        fifo = not isinstance(
+            self.nets[self.enc.net_index[self.enc.model.message(message).network]], UNet)
+        return [(present, (src, dst, fields, num(k if fifo else -1)))
+                for k, (present, fields) in enumerate(self.places(message, src, dst))]
 
     def inflight(self, e: ir.InFlight, c: Any) -> Any:
         d = self.expr(e.dst, c) if e.dst is not None else None
@@ -602,8 +614,8 @@ class PExec(Exec):
             s_, d_ = (x if src is _AGENTS else src), (x if dst is _AGENTS else dst)
             if over:
                 self.bound.append((x, is_agent(x)))
-            for present, fields in self.places(e.message, s_, d_):
-                self.locals[e.var] = (s_, d_, fields)
+            for present, binding in self.placed(e.message, s_, d_):
+                self.locals[e.var] = binding
                 held = z3.And(present, truth(self.expr(e.body, all_of([c, present]))))
                 terms.append(count(x, held) if over else z3.If(held, z3.IntVal(1), z3.IntVal(0)))
             if over:
@@ -623,8 +635,8 @@ class PExec(Exec):
         forall = e.kind == "forall"
         parts = []
         self.bound += [(src, src != UNDEF_N), (dst, dst != UNDEF_N)]
-        for present, fields in self.places(e.message, src, dst):
-            self.locals[e.var] = (src, dst, fields)
+        for present, binding in self.placed(e.message, src, dst):
+            self.locals[e.var] = binding
             body = truth(self.expr(e.body, all_of([c, present])))
             parts.append(z3.Implies(present, body) if forall else z3.And(present, body))
         del self.bound[-2:]

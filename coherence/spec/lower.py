@@ -528,6 +528,9 @@ class _Lowerer:
             if str(fname) in ("src", "dst"):
                 raise self.error(f"'{fname}' is implicit in every message; choose another "
                                  "name", fname)
+            if str(fname) == ir.POSITION and what.startswith("message "):
+                raise self.error(f"'{fname}' is a message's place in its fifo queue "
+                                 f"(m.{fname} in an invariant); choose another name", fname)
             seen.add(str(fname))
             t = self.type_(ftype)
             if not what.startswith("rule "):
@@ -1607,8 +1610,21 @@ class _Lowerer:
         for f in msg.fields:
             if f.name == str(field):
                 return ir.MsgVarAttr(var, f.name, message, f.type, sp)
+        if str(field) == ir.POSITION:
+            return self.msg_position(var, message, field, sp)
         names = ", ".join(["src", "dst", *(f.name for f in msg.fields)])
         raise self.error(f"message {message} has no field '{field}' (it has: {names})", field)
+
+    def msg_position(self, var: str, message: str, field: Token, sp: Span) -> ir.Expr:
+        """NOTE(message-position): ``m.pos``, the message's place in its fifo queue (0: the
+        next one delivered), an ``int[0..capacity-1]``. Only a fifo queue has an order; on an
+        unordered network or the bus the place means nothing, so it is an error there."""
+        net = self.networks[self.messages[message].network]
+        if net.ordering is not ir.Ordering.FIFO:
+            raise self.error(f"{var}.{field}: message {message} travels on network "
+                             f"'{net.name}', which is {net.ordering.value}; only a fifo queue "
+                             f"gives its messages a place", field)
+        return ir.MsgVarAttr(var, ir.POSITION, message, ir.IntT(0, net.capacity - 1), sp)
 
     def call(self, node: Tree, ctx: _Ctx) -> ir.Expr:
         func_node, args_node = node.children

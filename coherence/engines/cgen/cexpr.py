@@ -288,7 +288,7 @@ class Frame:
             return r
         if isinstance(e, ir.MsgVarAttr):
             pre = self.msgvars[e.var]
-            if e.attr in ("src", "dst"):
+            if e.attr in ("src", "dst", ir.POSITION):  # NOTE(message-position): pos
                 return f"{pre}_{e.attr}"
             t = cm.msg_index[e.message]
             info = cm.nets[cm.net_index[cm.model.messages[t].network]]
@@ -313,7 +313,8 @@ class Frame:
     def _messages(self, message: str, result: str, body: Callable[[str], str]) -> None:
         """Runs ``body`` for each message of this type in flight on ``line``, in the
         semantics' listing order (unordered: sorted; fifo: by (src, dst), head first),
-        with ``P_src``, ``P_dst``, ``P_code`` bound; it sets ``P_stop`` to end the loop."""
+        with ``P_src``, ``P_dst``, ``P_code`` and ``P_pos`` (the slot of a fifo queue, 0 its
+        head; -1 unordered: NOTE(message-position)) bound; it sets ``P_stop`` to end the loop."""
         cm = self.cm
         t = cm.msg_index[message]
         info = cm.nets[cm.net_index[cm.model.messages[t].network]]
@@ -335,6 +336,7 @@ class Frame:
                       f"!= {tc}) continue;")
             self.emit(f"const int {pre}_src = (int)(({pre}_code >> {low + nb}) & {nmask});")
             self.emit(f"const int {pre}_dst = (int)(({pre}_code >> {low}) & {nmask});")
+            self.emit(f"const int {pre}_pos = -1; (void){pre}_pos;")
             if stmt := body(pre):
                 self.emit(stmt)
             self.close()
@@ -347,6 +349,7 @@ class Frame:
             self.emit(f"if ((int)({pre}_code >> {lay.union_bits}) != {tc}) continue;")
             self.emit(f"const int {pre}_src = {src};")
             self.emit(f"const int {pre}_dst = {dst};")
+            self.emit(f"const int {pre}_pos = k; (void){pre}_pos;")
             if stmt := body(pre):
                 self.emit(stmt)
             self.close()
