@@ -97,7 +97,7 @@ class Composer:
         src, dst = z3.FreshConst(NODE, "m_src"), z3.FreshConst(NODE, "m_dst")
         ex = PExec(self.enc, s)
         parts = []
-        for present, binding in ex.placed(msg, src, dst):
-            vals, err = self._values(s, c, {"m": binding}, msg)
+        for present, bound in ex.placed(msg, src, dst):
+            vals, err = self._values(s, c, {"m": bound}, msg)
             parts.append(z3.Implies(present, z3.And(z3.Not(err), any_of(vals))))
         return z3.ForAll([src, dst], all_of(parts))
