@@ -29,19 +29,22 @@ from coherence.semantics import UNDEF, Semantics, State
 @attrs.frozen
 class Env:
     """One explored state taken apart: globals, home, caches, and per message type the
-    (src, dst, fields) of each message in flight."""
+    (src, dst, fields) of each message in flight, and in ``placed`` the same with its place
+    in its fifo queue (NOTE(message-position))."""
 
     globals: tuple
     home: tuple
     caches: tuple
     msgs: dict[str, list[tuple[int, int, tuple]]]
+    placed: dict[str, list[tuple[int, int, tuple, int]]]
 
     @staticmethod
     def of(sem: Semantics, state: State) -> Env:
         lines, nets, _ = state
         g, h, c = lines[0]
-        return Env(g, h, c, {m.name: sem.in_flight(nets, 0, m.name)
-                             for m in sem.model.messages})
+        placed = {m.name: sem.placed(nets, 0, m.name) for m in sem.model.messages}
+        return Env(g, h, c, {n: [(s, d, f) for s, d, f, _p in ms] for n, ms in placed.items()},
+                   placed)
 
 
 @attrs.frozen
@@ -305,6 +308,7 @@ def vocabulary(model: ir.Model, undef: set[str]) -> Vocabulary:
             ag.append(Atom(f"count(k: {msg.name} :: k.dst == {{x}}) <= 1", f"fifo1.{msg.name}",
                            False, lambda e, a, n=msg.name: sum(
                                d == a for _s, d, _f in e.msgs[n]) <= 1, counted=True))
+    ag += _order_atoms(model, receivers)
 
     fields: dict[str, list[Atom]] = {}
     for msg in model.messages:
@@ -443,6 +447,38 @@ def _owing_relations(model: ir.Model, src_agent: dict[str, bool], dst_agent: dic
 
 
 COUNTED_RELATIONS = 2  # a count is over the disjunction of at most this many relations
+
+
+ORDER_GROUP = "fifo-order."
+
+
+def _order_atoms(model: ir.Model, receivers: dict[str, set[ir.MachineKind]]) -> list[Atom]:
+    """NOTE(message-position): which of two types comes first in a fifo queue to {x} that
+    can hold both: MSI's home sends ``Inv`` to a sharer before the ``PutAck`` of its own
+    ``PutS``, never after, and a cache in ``SI_A`` that met them the other way round would
+    be stuck. No count or quantifier without a place can tell the two queues apart. Each is
+    a clause alone (``infer_mine._count_misplaced``): under a condition it holds mostly
+    because the two types are never queued together there, which costs Houdini a nested
+    message quantifier per candidate and says little."""
+    out: list[Atom] = []
+    for net in model.networks:
+        if net.ordering is not ir.Ordering.FIFO or net.capacity < 2:
+            continue
+        names = [m.name for m in model.messages if m.network == net.name
+                 and ir.MachineKind.CACHE in receivers[m.name]]
+        for first in names:
+            for then in names:
+                if first == then:
+                    continue
+                out.append(Atom(
+                    f"(forall m: {first} :: forall k: {then} :: "
+                    f"(m.dst == {{x}} && k.dst == {{x}} && m.src == k.src) -> m.pos < k.pos)",
+                    f"{ORDER_GROUP}{first}.{then}", False,
+                    lambda e, a, f=first, t=then: all(
+                        p1 < p2 for s1, d1, _f1, p1 in e.placed[f] if d1 == a
+                        for s2, d2, _f2, p2 in e.placed[t] if d2 == a and s2 == s1),
+                    counted=True))
+    return out
 
 
 def _counted_relations(model: ir.Model, src_agent: dict[str, bool],
