@@ -439,7 +439,7 @@ class Exec:
     def inflight(self, e: ir.InFlight, c: Any) -> Any:
         d = self.expr(e.dst, c) if e.dst is not None else None
         return b2i(any_of([present if d is None else all_of([present, dst == d])
-                           for present, (_src, dst, _f) in self.messages(e.message)]))
+                           for present, (_src, dst, _f, _p) in self.messages(e.message)]))
 
     def messages(self, message: str) -> list[tuple[Any, tuple[Any, Any, list[Any], Any]]]:
         """(present, (src, dst, fields, pos)) for every place a message of this type can be;

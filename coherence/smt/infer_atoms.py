@@ -471,8 +471,9 @@ def _order_atoms(model: ir.Model, receivers: dict[str, set[ir.MachineKind]]) -> 
                 if first == then:
                     continue
                 out.append(Atom(
-                    f"(forall m: {first} :: forall k: {then} :: "
-                    f"(m.dst == {{x}} && k.dst == {{x}} && m.src == k.src) -> m.pos < k.pos)",
+                    f"(forall ahead: {first} :: forall behind: {then} :: (ahead.dst == {{x}} "
+                    f"&& behind.dst == {{x}} && ahead.src == behind.src) -> "
+                    f"ahead.pos < behind.pos)",
                     f"{ORDER_GROUP}{first}.{then}", False,
                     lambda e, a, f=first, t=then: all(
                         p1 < p2 for s1, d1, _f1, p1 in e.placed[f] if d1 == a
