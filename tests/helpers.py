@@ -7,13 +7,19 @@ Paths here are absolute (from this file), never relative to the working director
 from __future__ import annotations
 
 import re
+import shutil
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from coherence.engines import check
 from coherence.errors import SpecError
+from coherence.export.murphi import to_murphi
+from coherence.export.promela import to_promela
+from coherence.export.rumur import rumur_available, run_rumur
+from coherence.export.spin import run_spin
 from coherence.ir import Model
 from coherence.results import CheckOptions
 from coherence.semantics import CoherenceViolation, Outcome, Semantics, State
@@ -342,3 +348,56 @@ def counted_forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         return pid
     monkeypatch.setattr(forked.os, "fork", fork)
     return made
+
+
+# ---------------------------------------------------------------- exports against the checker
+# (tests/test_message_count_export.py, tests/test_message_position_export.py)
+
+needs_rumur = pytest.mark.skipif(not rumur_available(), reason="rumur and cc are needed")
+needs_spin = pytest.mark.skipif(shutil.which("spin") is None or shutil.which("gcc") is None,
+                                reason="spin and gcc are needed")
+
+
+def walk(node: object) -> Iterator[object]:
+    """Every node of an IR tree (expressions, tuples), the root first."""
+    yield node
+    if isinstance(node, tuple):
+        for x in node:
+            yield from walk(x)
+    elif hasattr(node, "__attrs_attrs__"):
+        for f in node.__attrs_attrs__:  # type: ignore[attr-defined]
+            yield from walk(getattr(node, f.name))
+
+
+def rumur_agrees(model: Model) -> tuple[str, int]:
+    """Rumur (symmetry off) on the Murphi export, and our checker: the same verdict, then the
+    same count (holds) or the same invariant (fails). Returns our (verdict, states)."""
+    ours = check(model, CheckOptions(symmetry=False, stop_at_first=True))
+    theirs = run_rumur(to_murphi(model), symmetry="off")
+    assert theirs.verdict == ours.verdict, theirs.output[-3000:]
+    if ours.verdict == "holds":
+        assert theirs.states == ours.states
+    else:
+        assert [f.kind for f in ours.failures] == ["invariant"]
+        assert f'invariant "{ours.failures[0].name}" failed' in theirs.output, (
+            theirs.output[-3000:])
+    return ours.verdict, ours.states
+
+
+def spin_agrees(model: Model) -> tuple[str, int]:
+    """Spin on the Promela export, and our checker (symmetry off): the same verdict, then
+    ``(READY + 1) * ours + 1`` states (holds) or the same invariant (fails)."""
+    text = to_promela(model)
+    ours = check(model, CheckOptions(symmetry=False, stop_at_first=True))
+    theirs = run_spin(text)
+    assert theirs.verdict == ours.verdict, theirs.output[-3000:]
+    if ours.verdict == "holds":
+        ready = re.search(r"^#define READY (\d+)", text, re.M)
+        assert ready is not None
+        assert theirs.states == (int(ready.group(1)) + 1) * ours.states + 1
+    else:
+        assert [f.kind for f in ours.failures] == ["invariant"]
+        assert theirs.failure is not None
+        assert theirs.failure.startswith(f"invariant: {ours.failures[0].name} at"), (
+            theirs.failure)
+    return ours.verdict, ours.states

@@ -13,17 +13,16 @@ the Promela one. Needs rumur and cc, spin and gcc; a test is skipped when its to
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import pytest
+from helpers import needs_rumur, needs_spin, rumur_agrees, spin_agrees, walk
 
 from coherence import ir, load_spec
 from coherence.engines import check
 from coherence.export.murphi import to_murphi
 from coherence.export.promela import to_promela
-from coherence.export.rumur import rumur_available, run_rumur
-from coherence.export.spin import run_spin
+from coherence.export.rumur import run_rumur
 from coherence.results import CheckOptions
 from coherence.spec.load import load_spec_text
 from coherence.spec.select import drop_properties
@@ -32,10 +31,6 @@ ROOT = Path(__file__).resolve().parent.parent
 HOLDS = ROOT / "tests" / "specs" / "count" / "message_count.coh"
 FAILS = ROOT / "tests" / "specs" / "count" / "message_count_bad.coh"
 TWO_LEVEL = ROOT / "tests" / "specs" / "hierarchy" / "two_level_wt.coh"
-
-needs_rumur = pytest.mark.skipif(not rumur_available(), reason="rumur and cc are needed")
-needs_spin = pytest.mark.skipif(shutil.which("spin") is None or shutil.which("gcc") is None,
-                                reason="spin and gcc are needed")
 
 # Fwd is sent twice at once (one unordered counter at 2: counted twice); Note goes from a
 # cache to every other cache on a fifo network (the agent-to-agent queues).
@@ -103,37 +98,6 @@ def _hier(extra: str) -> ir.Model:
     return drop_properties(model, [p.name for p in model.properties if p.kind == "coherence"])
 
 
-def _rumur_agrees(model: ir.Model) -> tuple[str, int]:
-    """Rumur's verdict and ours, once they agree: the count (holds), the invariant (fails)."""
-    ours = check(model, CheckOptions(symmetry=False, stop_at_first=True))
-    theirs = run_rumur(to_murphi(model), symmetry="off")
-    assert theirs.verdict == ours.verdict, theirs.output[-3000:]
-    if ours.verdict == "holds":
-        assert theirs.states == ours.states
-    else:
-        assert [f.kind for f in ours.failures] == ["invariant"]
-        assert f'invariant "{ours.failures[0].name}" failed' in theirs.output, (
-            theirs.output[-3000:])
-    return ours.verdict, ours.states
-
-
-def _spin_agrees(model: ir.Model) -> tuple[str, int]:
-    text = to_promela(model)
-    ours = check(model, CheckOptions(symmetry=False, stop_at_first=True))
-    theirs = run_spin(text)
-    assert theirs.verdict == ours.verdict, theirs.output[-3000:]
-    if ours.verdict == "holds":
-        ready = re.search(r"^#define READY (\d+)", text, re.M)
-        assert ready is not None
-        assert theirs.states == (int(ready.group(1)) + 1) * ours.states + 1
-    else:
-        assert [f.kind for f in ours.failures] == ["invariant"]
-        assert theirs.failure is not None
-        assert theirs.failure.startswith(f"invariant: {ours.failures[0].name} at"), (
-            theirs.failure)
-    return ours.verdict, ours.states
-
-
 def _spec_cases() -> list:
     return [pytest.param(path, agents, id=f"{path.stem}-{agents}")
             for path in (HOLDS, FAILS) for agents in (2, 3)]
@@ -143,35 +107,25 @@ def test_the_specs_have_message_counts() -> None:
     """Never vacuous: each spec's invariants count messages, on both kinds of network."""
     for path in (HOLDS, FAILS):
         model = _flat(path, 2)
-        counts = [e for inv in model.invariants for e in _walk(inv.expr)
+        counts = [e for inv in model.invariants for e in walk(inv.expr)
                   if isinstance(e, ir.MsgQuant) and e.kind == "count"]
         assert counts, path
     nets = {_flat(HOLDS, 2).message(e.message).network for inv in _flat(HOLDS, 2).invariants
-            for e in _walk(inv.expr) if isinstance(e, ir.MsgQuant)}
+            for e in walk(inv.expr) if isinstance(e, ir.MsgQuant)}
     assert nets == {"req", "fwd"}  # unordered and fifo
-
-
-def _walk(node: object):
-    yield node
-    if isinstance(node, tuple):
-        for x in node:
-            yield from _walk(x)
-    elif hasattr(node, "__attrs_attrs__"):
-        for f in node.__attrs_attrs__:  # type: ignore[attr-defined]
-            yield from _walk(getattr(node, f.name))
 
 
 @needs_rumur
 @pytest.mark.parametrize(("path", "agents"), _spec_cases())
 def test_rumur_agrees(path: Path, agents: int) -> None:
-    verdict, _ = _rumur_agrees(_flat(path, agents))
+    verdict, _ = rumur_agrees(_flat(path, agents))
     assert verdict == ("holds" if path == HOLDS else "fails")
 
 
 @needs_spin
 @pytest.mark.parametrize(("path", "agents"), _spec_cases())
 def test_spin_agrees(path: Path, agents: int) -> None:
-    verdict, _ = _spin_agrees(_flat(path, agents))
+    verdict, _ = spin_agrees(_flat(path, agents))
     assert verdict == ("holds" if path == HOLDS else "fails")
 
 
@@ -196,13 +150,13 @@ def test_rumur_symmetry_agrees_on_message_counts() -> None:
 @needs_rumur
 @pytest.mark.parametrize("name", list(SMALL_CASES))
 def test_rumur_agrees_on_small_cases(name: str) -> None:
-    assert _rumur_agrees(_small(name))[0] == SMALL_CASES[name][1]
+    assert rumur_agrees(_small(name))[0] == SMALL_CASES[name][1]
 
 
 @needs_spin
 @pytest.mark.parametrize("name", list(SMALL_CASES))
 def test_spin_agrees_on_small_cases(name: str) -> None:
-    assert _spin_agrees(_small(name))[0] == SMALL_CASES[name][1]
+    assert spin_agrees(_small(name))[0] == SMALL_CASES[name][1]
 
 
 @needs_rumur
@@ -210,14 +164,14 @@ def test_spin_agrees_on_small_cases(name: str) -> None:
 @pytest.mark.parametrize(("extra", "verdict"), [
     pytest.param(HIER, "holds", id="holds"), pytest.param(HIER_BAD, "fails", id="fails")])
 def test_rumur_agrees_on_a_hierarchy(extra: str, verdict: str) -> None:
-    assert _rumur_agrees(_hier(extra))[0] == verdict
+    assert rumur_agrees(_hier(extra))[0] == verdict
 
 
 @needs_spin
 @pytest.mark.parametrize(("extra", "verdict"), [
     pytest.param(HIER, "holds", id="holds"), pytest.param(HIER_BAD, "fails", id="fails")])
 def test_spin_agrees_on_a_hierarchy(extra: str, verdict: str) -> None:
-    assert _spin_agrees(_hier(extra))[0] == verdict
+    assert spin_agrees(_hier(extra))[0] == verdict
 
 
 # ------------------------------------------------------------ the exported text

@@ -633,6 +633,9 @@ class MurphiExporter(MurphiNames):
                 binders.append(f"{qk}: 0..{net.capacity - 1}")
                 present = f"({qk} < {q}.count & {q}.q[{qk}].mtype = MT_{msg.name})"
                 fields = {f.name: f"{q}.q[{qk}].f_{msg.name}_{f.name}" for f in msg.fields}
+                # NOTE(message-position): m.pos is the slot, q[0] the head (no field is
+                # named pos: the front end refuses it)
+                fields[ir.POSITION] = qk
                 amount = "1"
             else:
                 slots = []

@@ -536,6 +536,7 @@ class HierMurphiExporter(MurphiNames):
                 for f in msg.fields:
                     slot = f"{q}.q[{k}].f_{msg.name}_{f.name}"
                     fields[f.name] = _Node(dyn=slot) if isinstance(f.type, ir.HNodeT) else slot
+                fields[ir.POSITION] = k  # NOTE(message-position): the slot, q[0] the head
                 out.append(([*binders, f"{k}: 0..{net.capacity - 1}"],
                             f"({guard} & {present})", src, d, fields, "1"))
                 continue

@@ -461,6 +461,7 @@ class PromelaExporter:
                             "dst": (f"({q} % {self.nodes})", False)}
         for f in msg.fields:
             ctx.mvars[e.var][f.name] = (f"f_{net.name}_{msg.name}_{f.name}[{slot}]", True)
+        ctx.mvars[e.var][ir.POSITION] = (j, False)  # NOTE(message-position): slot 0 the head
         b = self.expr(e.body, ctx, body)[0]
         del ctx.mvars[e.var]
         body_text = "\n".join(body)
