@@ -314,3 +314,27 @@ def test_a_dropped_target_is_said_when_it_breaks(mined_at_2: tuple[list[Candidat
     assert result.failed
     for t in result.failed:
         assert any(f"target {t} dropped at query" in line for line in said), (t, said)
+
+
+def test_a_query_past_its_first_units_is_asked_again_on_a_fresh_solver(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # NOTE(houdini-retry): with a first try too small for most queries, each is asked again
+    # with another seed and twice the units, and the set found is still proved from scratch
+    from coherence.smt import infer_finite
+    from coherence.smt.infer import InferOptions, infer
+    monkeypatch.setattr(infer_finite, "FIRST_TRY_RLIMIT", 2_000)
+    model = load_spec(ROOT / "tests" / "specs" / "infer" / "sharer_counter.coh")
+    result = infer(model, InferOptions(rlimit=20_000_000, final_rlimit=150_000_000,
+                                       explore_seconds=float("inf")))
+    assert result.proof.verdict == "holds", (result.missing, result.proof.reason)
+    assert result.stats["houdini"]["retries"] > 0
+
+
+def test_a_query_that_runs_out_of_every_try_is_unknown(
+        mined_at_2: tuple[list[Candidate], Templates], monkeypatch: pytest.MonkeyPatch) -> None:
+    from coherence.smt import infer_finite
+    from coherence.smt.state import Unsupported
+    monkeypatch.setattr(infer_finite, "FIRST_TRY_RLIMIT", 100)
+    cands, tpl = mined_at_2
+    with pytest.raises(Unsupported, match="Z3 answered unknown"):
+        infer_finite.houdini_finite(_acked(), cands, tpl, 3, rlimit=1_000)

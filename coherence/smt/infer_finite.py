@@ -45,6 +45,10 @@ from coherence.smt.state import Unsupported, num
 from coherence.smt.system import Encoder, System
 
 CHECK_RLIMIT = 2_000_000_000  # Z3 units per query (deterministic)
+# NOTE(houdini-retry): a query's first try, about 40 s on the 2-core machine; past it, a fresh
+# solver with another seed and twice the units, until CHECK_RLIMIT
+FIRST_TRY_RLIMIT = 100_000_000
+STOPPED_REASONS = ("timeout", "canceled", "interrupted from keyboard")
 REBUILD_EVERY = 20  # queries on one solver before a fresh one (NOTE(houdini-rebuild))
 ATOM = "houdini_atom_"
 
@@ -556,6 +560,7 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
     chosen = run.minimize(chosen - implied, live_t)
     t3 = time.perf_counter()
     stats = {"queries": run.queries, "selection_queries": run.picks, "unknown": 0,
+             "retries": run.retries,
              "implied": len(implied), "witnessed": run.witnessed,
              "forward_states": forward.explored, "forward_disagreements": forward.disagreements,
              "dropped": len(cands) - len(alive), "agents": n, "picked": picked,
@@ -596,6 +601,7 @@ class _Lazy:
         self.pre: dict[int, Any] = {}
         self.post: dict[int, Any] = {}
         self.queries = self.picks = 0
+        self.retries = 0  # NOTE(houdini-retry): checks run again on a fresh solver
         self.deadline: float | None = None  # time.perf_counter() past which no query runs
         # (model, alive) -> more candidates to drop (NOTE(houdini-forward)), or None
         self.forward: Callable[[Any, set[int]], set[int]] | None = None
@@ -628,8 +634,9 @@ class _Lazy:
                 raise Unsupported(f"Houdini at {self.n} agents: --timeout reached after "
                                   f"{self.queries - 1} queries", NO_SPAN)
             self.solver.set("timeout", max(1, int(left * 1000)))
-        answer = interrupt.check(self.solver, act, *[self.ind[k] for k in sorted(chosen)],
-                                   *[self.tind[t] for t in sorted(live_t)])
+        assumptions = [act, *[self.ind[k] for k in sorted(chosen)],
+                       *[self.tind[t] for t in sorted(live_t)]]
+        answer = self._retried(assumptions, z3.Implies(act, asked))
         if answer == z3.unknown:
             raise Unsupported(f"Houdini at {self.n} agents: Z3 answered unknown "
                               f"({self.solver.reason_unknown()})", NO_SPAN)
@@ -638,6 +645,37 @@ class _Lazy:
             self.model = self.solver.model()
             self.witnesses.append(_valuer(self.model))
         return answer
+
+    def _retried(self, assumptions: list[Any], goal: Any) -> Any:
+        """NOTE(houdini-retry): the check, first with ``FIRST_TRY_RLIMIT`` units; when it runs
+        out, again on a fresh solver (``rebuild``, with ``goal``) with another random seed and
+        twice the units, up to ``self.rlimit``. MSI's query 331 ran over 10 minutes on one
+        solver with the order atoms (NOTE(message-position)); one solver's hard search is
+        often another's easy one (NOTE(houdini-rebuild)). Deterministic: each try's end is a
+        count of units, not a time."""
+        limit = min(FIRST_TRY_RLIMIT, self.rlimit)
+        seed = 0
+        while True:
+            self.solver.set("rlimit", limit)
+            answer = interrupt.check(self.solver, *assumptions)
+            # a tactic that runs out of units says so, or says "no reason given"; a timeout
+            # (--timeout's deadline) or an interrupt is the caller's to report
+            if (answer != z3.unknown or limit >= self.rlimit
+                    or self.solver.reason_unknown() in STOPPED_REASONS):
+                self.solver.set("rlimit", self.rlimit)
+                return answer
+            seed += 1
+            self.retries += 1
+            limit = min(2 * limit, self.rlimit)
+            self.rebuild()
+            self.solver.set("random_seed", seed)
+            if self.deadline is not None:
+                left = self.deadline - time.perf_counter()
+                if left <= 0:
+                    raise Unsupported(f"Houdini at {self.n} agents: --timeout reached after "
+                                      f"{self.queries - 1} queries", NO_SPAN)
+                self.solver.set("timeout", max(1, int(left * 1000)))
+            self.solver.add(goal)
 
     def _witness(self, chosen: set[int], live_t: set[str]) -> bool:
         """NOTE(houdini-witnesses): whether an earlier sat query's model answers the query
