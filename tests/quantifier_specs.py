@@ -1,8 +1,14 @@
 """Specs where the old order-dependent quantifier rule and NOTE(quantifier-errors) differ
 (``tests/test_quantifier_errors.py`` explains each; ``tests/test_gpu_device.py`` runs them on
-a GPU). No Z3 here: the GPU machine has none."""
+a GPU), and the compiled-against-reference comparison of the message quantifier tests
+(``summary``, ``failures``, ``both``: tests/test_message_count_compiled.py,
+tests/test_message_position.py). No Z3 here: the GPU machine has none."""
 
 from __future__ import annotations
+
+from coherence import ir
+from coherence.engines import check
+from coherence.results import CheckOptions, CheckResult
 
 
 def span_of(text: str, needle: str) -> str:
@@ -127,3 +133,26 @@ EXPECTED: dict[str, tuple[str, dict[tuple[str, ...], int]]] = {
                                        else "C[a].w == a")): 3})
        for order, branches in ORDERS.items()},
 }
+
+
+# ---------------------------------------------------------------- compiled against reference
+
+def summary(result: CheckResult) -> tuple:
+    """Everything two engines must agree on."""
+    return (result.states, result.rules_fired, result.depth, result.verdict, result.stopped,
+            sorted((f.key, f.length, f.message) for f in result.failures))
+
+
+def failures(result: CheckResult) -> dict[tuple[str, ...], int]:
+    """Each failure's key and length (one failure per key)."""
+    out = {f.key: f.length for f in result.failures}
+    assert len(out) == len(result.failures), "two failures with one key"
+    return out
+
+
+def both(model: ir.Model, symmetry: bool = True) -> tuple[CheckResult, CheckResult]:
+    """(compiled, reference) on one model."""
+    options = CheckOptions(symmetry=symmetry, threads=2)
+    ours = check(model, options, engine="compiled")
+    assert ours.engine == "compiled"
+    return ours, check(model, options, engine="reference")

@@ -12,7 +12,8 @@ model errors (an undefined field read, an undefined agent index), on an unordere
 fifo network; a table of invariants comparing counts with literals, with each other and in
 arithmetic (written-out verdicts and depths); random batches of such invariants (Hypothesis);
 and the GPU engine's kernels built for the host (and, where CuPy and a GPU are, on the GPU).
-No Z3 is imported (the GPU machine has none), so ``helpers`` is not used.
+No Z3 is imported (the GPU machine has none), so ``helpers`` is not used (the engine
+comparison is ``quantifier_specs``'s).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
+from quantifier_specs import both, failures, summary
 
 from coherence import ir, load_spec
 from coherence.engines import check
@@ -36,7 +38,7 @@ from coherence.engines.gpu import GpuEngine
 from coherence.engines.gpu.device import find_cc
 from coherence.engines.gpu.source import kernel_source
 from coherence.layout import Layout
-from coherence.results import CheckOptions, CheckResult
+from coherence.results import CheckOptions
 from coherence.spec.load import load_spec_text
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,26 +61,6 @@ def _quick_builds() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("COHERENCE_CFLAGS", os.environ.get("COHERENCE_CFLAGS", "-O0"))
         yield
-
-
-def summary(result: CheckResult) -> tuple:
-    """Everything two engines must agree on."""
-    return (result.states, result.rules_fired, result.depth, result.verdict, result.stopped,
-            sorted((f.key, f.length, f.message) for f in result.failures))
-
-
-def failures(result: CheckResult) -> dict[tuple[str, ...], int]:
-    out = {f.key: f.length for f in result.failures}
-    assert len(out) == len(result.failures), "two failures with one key"
-    return out
-
-
-def both(model: ir.Model, symmetry: bool = True) -> tuple[CheckResult, CheckResult]:
-    """(compiled, reference) on one model."""
-    options = CheckOptions(symmetry=symmetry, threads=2)
-    ours = check(model, options, engine="compiled")
-    assert ours.engine == "compiled"
-    return ours, check(model, options, engine="reference")
 
 
 # ---------------------------------------------------------------- the specs of tests/specs/count
