@@ -338,3 +338,21 @@ def test_a_query_that_runs_out_of_every_try_is_unknown(
     cands, tpl = mined_at_2
     with pytest.raises(Unsupported, match="Z3 answered unknown"):
         infer_finite.houdini_finite(_acked(), cands, tpl, 3, rlimit=1_000)
+
+
+def test_a_minimisation_query_that_runs_out_keeps_its_candidate(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # NOTE(houdini-retry): minimising only makes the output smaller; a query out of units
+    # keeps its candidate, and the larger set is still proved from scratch
+    from coherence.smt import infer_finite
+    from coherence.smt.infer import InferOptions, infer
+    model = load_spec(ROOT / "tests" / "specs" / "infer" / "sharer_counter.coh")
+    opts = InferOptions(rlimit=20_000_000, final_rlimit=150_000_000,
+                        explore_seconds=float("inf"))
+    normal = infer(model, opts)
+    monkeypatch.setattr(infer_finite, "MINIMIZE_RLIMIT", 1_000)
+    starved = infer(model, opts)
+    assert starved.proof.verdict == "holds", (starved.missing, starved.proof.reason)
+    h, h0 = starved.stats["houdini"], normal.stats["houdini"]
+    assert h["kept_unknown"] > 0 and h0["kept_unknown"] == 0
+    assert h["minimized"] > h0["minimized"]

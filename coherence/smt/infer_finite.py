@@ -48,6 +48,7 @@ CHECK_RLIMIT = 2_000_000_000  # Z3 units per query (deterministic)
 # NOTE(houdini-retry): a query's first try, about 40 s on the 2-core machine; past it, a fresh
 # solver with another seed and twice the units, until CHECK_RLIMIT
 FIRST_TRY_RLIMIT = 100_000_000
+MINIMIZE_RLIMIT = 100_000_000  # a minimisation query that runs out keeps its candidate
 STOPPED_REASONS = ("timeout", "canceled", "interrupted from keyboard")
 REBUILD_EVERY = 20  # queries on one solver before a fresh one (NOTE(houdini-rebuild))
 ATOM = "houdini_atom_"
@@ -557,10 +558,10 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
     run.solver.add(*ins.base, *[z3.Implies(run.ind[k], run.pre[k]) for k in chosen])
     live_t = set(targets) - set(failed)
     implied = run.implied(chosen, live_t)
-    chosen = run.minimize(chosen - implied, live_t)
+    chosen = run.minimize(chosen - implied, live_t, say)
     t3 = time.perf_counter()
     stats = {"queries": run.queries, "selection_queries": run.picks, "unknown": 0,
-             "retries": run.retries,
+             "retries": run.retries, "kept_unknown": run.kept_unknown,
              "implied": len(implied), "witnessed": run.witnessed,
              "forward_states": forward.explored, "forward_disagreements": forward.disagreements,
              "dropped": len(cands) - len(alive), "agents": n, "picked": picked,
@@ -602,6 +603,7 @@ class _Lazy:
         self.post: dict[int, Any] = {}
         self.queries = self.picks = 0
         self.retries = 0  # NOTE(houdini-retry): checks run again on a fresh solver
+        self.kept_unknown = 0  # minimisation queries that ran out (their candidate stays)
         self.deadline: float | None = None  # time.perf_counter() past which no query runs
         # (model, alive) -> more candidates to drop (NOTE(houdini-forward)), or None
         self.forward: Callable[[Any, set[int]], set[int]] | None = None
@@ -613,7 +615,8 @@ class _Lazy:
             self.solver.add(z3.Implies(self.ind[k], self.pre[k]))
             self.post[k] = formula(self.cands[k], self.tpl, self.at_nxt, self.n)
 
-    def _query(self, chosen: set[int], live_t: set[str], without: int | None = None) -> Any:
+    def _query(self, chosen: set[int], live_t: set[str], without: int | None = None,
+               unknown_ok: bool = False) -> Any:
         """Is there a step from a state satisfying ``chosen`` and the targets ``live_t`` to
         one violating one of them? (sat: a counterexample to induction, in the model)
         ``without``: a candidate that, with ``chosen``, is inductive; its pre-state is then
@@ -637,7 +640,7 @@ class _Lazy:
         assumptions = [act, *[self.ind[k] for k in sorted(chosen)],
                        *[self.tind[t] for t in sorted(live_t)]]
         answer = self._retried(assumptions, z3.Implies(act, asked))
-        if answer == z3.unknown:
+        if answer == z3.unknown and not unknown_ok:
             raise Unsupported(f"Houdini at {self.n} agents: Z3 answered unknown "
                               f"({self.solver.reason_unknown()})", NO_SPAN)
         if answer == z3.sat:
@@ -726,7 +729,8 @@ class _Lazy:
         self.solver.set("rlimit", self.rlimit)
         self.solver.add(*self.base, *[z3.Implies(self.ind[k], self.pre[k]) for k in self.ind])
 
-    def minimize(self, chosen: set[int], live_t: set[str]) -> set[int]:
+    def minimize(self, chosen: set[int], live_t: set[str],
+                 progress: Callable[[str], None] | None = None) -> set[int]:
         """Drop every chosen candidate the others and the targets do without, the most
         complex first (one query each: the issue's minimal output). The lazy selection adds a
         candidate per counterexample, and a later one often subsumes an earlier one.
@@ -736,14 +740,28 @@ class _Lazy:
         step from a state of ``out - {k}`` that breaks it starts where ``k`` is false (where
         ``k`` holds, the state satisfies ``out``, whose steps break nothing): each query asks
         for such a pre-state, the same answer in a narrower search, and the same set comes
-        out."""
+        out.
+
+        NOTE(houdini-retry): a query here only makes the output smaller, so it gets
+        ``MINIMIZE_RLIMIT`` units, and one that runs out keeps its candidate (sound: the
+        set stays inductive). MSI's 285 chosen candidates met queries that ran for minutes."""
         out = set(chosen)
-        for k in self._simplest_last(chosen):
-            if self._witness(out - {k}, live_t):
-                self.witnessed += 1
-                continue
-            if self._query(out - {k}, live_t, without=k) == z3.unsat:
-                out.discard(k)
+        say = progress or (lambda _s: None)
+        full, self.rlimit = self.rlimit, min(self.rlimit, MINIMIZE_RLIMIT)
+        try:
+            for asked, k in enumerate(self._simplest_last(chosen)):
+                say(f"Houdini at {self.n} agents: minimising, {asked} of {len(chosen)} asked, "
+                    f"{len(out)} kept")
+                if self._witness(out - {k}, live_t):
+                    self.witnessed += 1
+                    continue
+                answer = self._query(out - {k}, live_t, without=k, unknown_ok=True)
+                if answer == z3.unsat:
+                    out.discard(k)
+                elif answer == z3.unknown:
+                    self.kept_unknown += 1
+        finally:
+            self.rlimit = full
         return out
 
     def solve(self, say: Callable[[str], None]) -> tuple[set[int], set[int], list[str]]:
