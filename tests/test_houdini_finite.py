@@ -197,8 +197,8 @@ def test_witnesses_answer_only_satisfiable_queries(monkeypatch: pytest.MonkeyPat
     query, witness = infer_finite._Lazy._query, infer_finite._Lazy._witness
 
     def asked(self: infer_finite._Lazy, chosen: set[int], live_t: set[str],
-              without: int | None = None) -> object:
-        answer = query(self, chosen, live_t, without)
+              without: int | None = None, unknown_ok: bool = False) -> object:
+        answer = query(self, chosen, live_t, without, unknown_ok)
         if answer == z3.sat:
             own.append(witness(self, chosen, live_t))
         return answer
@@ -229,10 +229,11 @@ def test_minimising_in_the_narrower_search_keeps_the_same_candidates(
     pairs: list[tuple[set[int], set[int]]] = []
 
     def wide(self: infer_finite._Lazy, chosen: set[int], live_t: set[str],
-             without: int | None = None) -> object:
-        return query(self, chosen, live_t)
+             without: int | None = None, unknown_ok: bool = False) -> object:
+        return query(self, chosen, live_t, unknown_ok=unknown_ok)
 
-    def twice(self: infer_finite._Lazy, chosen: set[int], live_t: set[str]) -> set[int]:
+    def twice(self: infer_finite._Lazy, chosen: set[int], live_t: set[str],
+              progress: object = None) -> set[int]:
         narrow = minimize(self, chosen, live_t)
         with monkeypatch.context() as m:
             m.setattr(infer_finite._Lazy, "_query", wide)
