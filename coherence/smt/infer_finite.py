@@ -631,12 +631,7 @@ class _Lazy:
             asked = z3.And(asked, _not(self.pre[without]))
         self.solver.add(z3.Implies(act, asked))
         self.queries += 1
-        if self.deadline is not None:
-            left = self.deadline - time.perf_counter()
-            if left <= 0:
-                raise Unsupported(f"Houdini at {self.n} agents: --timeout reached after "
-                                  f"{self.queries - 1} queries", NO_SPAN)
-            self.solver.set("timeout", max(1, int(left * 1000)))
+        self._bound_by_deadline()
         assumptions = [act, *[self.ind[k] for k in sorted(chosen)],
                        *[self.tind[t] for t in sorted(live_t)]]
         answer = self._retried(assumptions, z3.Implies(act, asked))
@@ -672,13 +667,18 @@ class _Lazy:
             limit = min(2 * limit, self.rlimit)
             self.rebuild()
             self.solver.set("random_seed", seed)
-            if self.deadline is not None:
-                left = self.deadline - time.perf_counter()
-                if left <= 0:
-                    raise Unsupported(f"Houdini at {self.n} agents: --timeout reached after "
-                                      f"{self.queries - 1} queries", NO_SPAN)
-                self.solver.set("timeout", max(1, int(left * 1000)))
+            self._bound_by_deadline()
             self.solver.add(goal)
+
+    def _bound_by_deadline(self) -> None:
+        """The solver's timeout: what is left of ``prove --timeout``; none left, Unsupported."""
+        if self.deadline is None:
+            return
+        left = self.deadline - time.perf_counter()
+        if left <= 0:
+            raise Unsupported(f"Houdini at {self.n} agents: --timeout reached after "
+                              f"{self.queries - 1} queries", NO_SPAN)
+        self.solver.set("timeout", max(1, int(left * 1000)))
 
     def _witness(self, chosen: set[int], live_t: set[str]) -> bool:
         """NOTE(houdini-witnesses): whether an earlier sat query's model answers the query
