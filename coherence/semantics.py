@@ -557,28 +557,24 @@ class Semantics:
         queued behind others or not; never one on the atomic bus, which is delivered within
         the step that sends it. The Z3 encoders and exporters re-encode exactly this.
         """
-        t, net_i, ordering = self._msg_net[message]
-        contents = nets[net_i]
-        match ordering:
-            case ir.Ordering.UNORDERED:
-                return [(m[1], m[2], m[4]) for m in contents if m[0] == line and m[3] == t]
-            case ir.Ordering.FIFO:
-                return [(k[0], k[1], q[1]) for k, queue in contents if k[2] == line
-                        for q in queue if q[0] == t]
-            case ir.Ordering.BUS:
-                return []
-            case _:
-                assert_never(ordering)
+        return [m[:3] for m in self.placed(nets, line, message)]
 
     def placed(self, nets: tuple, line: int, message: str) -> list[tuple[int, int, tuple, int]]:
         """``in_flight`` with each message's place: (src, dst, fields, pos), ``pos`` its index
         in its fifo queue, 0 the head (NOTE(message-position)); -1 on an unordered network,
         where the front end lets no expression read it."""
         t, net_i, ordering = self._msg_net[message]
-        if ordering is not ir.Ordering.FIFO:
-            return [(*m, -1) for m in self.in_flight(nets, line, message)]
-        return [(k[0], k[1], q[1], pos) for k, queue in nets[net_i] if k[2] == line
-                for pos, q in enumerate(queue) if q[0] == t]
+        contents = nets[net_i]
+        match ordering:
+            case ir.Ordering.UNORDERED:
+                return [(m[1], m[2], m[4], -1) for m in contents if m[0] == line and m[3] == t]
+            case ir.Ordering.FIFO:
+                return [(k[0], k[1], q[1], pos) for k, queue in contents if k[2] == line
+                        for pos, q in enumerate(queue) if q[0] == t]
+            case ir.Ordering.BUS:
+                return []
+            case _:
+                assert_never(ordering)
 
     def _messages(self, message: str) -> Callable[[_Env], list[tuple[int, int, tuple, int]]]:
         """``placed`` on the environment's line and networks: what message quantifiers bind."""

@@ -1,13 +1,20 @@
 """Specs where the old order-dependent quantifier rule and NOTE(quantifier-errors) differ
 (``tests/test_quantifier_errors.py`` explains each; ``tests/test_gpu_device.py`` runs them on
 a GPU), and the compiled-against-reference comparison of the message quantifier tests
-(``summary``, ``failures``, ``both``: tests/test_message_count_compiled.py,
-tests/test_message_position.py). No Z3 here: the GPU machine has none."""
+(``summary``, ``failures``, ``both``, ``host_kernels_as_cplusplus``:
+tests/test_message_count_compiled.py, tests/test_message_position.py). No Z3 here: the GPU
+machine has none."""
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 from coherence import ir
 from coherence.engines import check
+from coherence.engines.cgen.codegen import generate
+from coherence.engines.gpu.source import kernel_source
+from coherence.layout import Layout
 from coherence.results import CheckOptions, CheckResult
 
 
@@ -156,3 +163,13 @@ def both(model: ir.Model, symmetry: bool = True) -> tuple[CheckResult, CheckResu
     ours = check(model, options, engine="compiled")
     assert ours.engine == "compiled"
     return ours, check(model, options, engine="reference")
+
+
+def host_kernels_as_cplusplus(model: ir.Model, path: Path) -> subprocess.CompletedProcess:
+    """g++ reading the host build of the model's GPU kernels as C++17, NVRTC's dialect,
+    where a jump (an instance's error) may not skip a declaration still in scope."""
+    path.write_text(kernel_source(generate(model, Layout(model)), 1, "host"))
+    return subprocess.run(["g++", "-std=c++17", "-fsyntax-only", "-Wall",
+                           "-Wno-unused-function", "-Wno-unused-variable",
+                           "-Wno-unused-label", str(path)],
+                          capture_output=True, text=True, check=False)

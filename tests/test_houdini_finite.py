@@ -6,6 +6,8 @@ is sent there (NOTE(infer-fifo-keys)), counts built once per binding, and the so
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 import pytest
 import z3
@@ -20,6 +22,7 @@ from coherence.spec.load import extend, load_spec, rebind
 from coherence.spec.select import drop_properties
 
 ACKED = ROOT / "tests" / "specs" / "infer" / "broadcast_invalidate_acked.coh"
+SHARER_COUNTER = ROOT / "tests" / "specs" / "infer" / "sharer_counter.coh"
 LIMITS = {"global": 2, "agent": 2, "pair": 2, "msg": 2}
 
 
@@ -43,6 +46,13 @@ def at_3() -> At3:
     explored = explore(_acked(), 3, 100_000, float("inf"))
     assert explored.complete and explored.broken is None
     return At3(inst, Semantics(inst), explored.states)
+
+
+def _infer(model: ir.Model) -> Any:
+    """``infer`` with budgets small enough for the default tier."""
+    from coherence.smt.infer import InferOptions, infer
+    return infer(model, InferOptions(rlimit=20_000_000, final_rlimit=150_000_000,
+                                     explore_seconds=float("inf")))
 
 
 def _acked() -> ir.Model:
@@ -177,11 +187,9 @@ def test_houdini_on_a_solver_rebuilt_every_query_finds_an_inductive_set(
     # NOTE(houdini-rebuild): a fresh solver loses learnt clauses and old rounds, never the
     # base or a chosen candidate: the set found is still proved from scratch
     from coherence.smt import infer_finite
-    from coherence.smt.infer import InferOptions, infer
     monkeypatch.setattr(infer_finite, "REBUILD_EVERY", 1)
-    model = load_spec(ROOT / "tests" / "specs" / "infer" / "sharer_counter.coh")
-    result = infer(model, InferOptions(rlimit=20_000_000, final_rlimit=150_000_000,
-                                       explore_seconds=float("inf")))
+    model = load_spec(SHARER_COUNTER)
+    result = _infer(model)
     assert result.proof.verdict == "holds", (result.missing, result.proof.reason)
     assert result.stats["houdini"]["queries"] > 2 and result.lines
 
@@ -191,7 +199,6 @@ def test_witnesses_answer_only_satisfiable_queries(monkeypatch: pytest.MonkeyPat
     # own test of pre- and post-state agrees with Z3's answer), and every query a witness
     # answers during minimisation is asked of Z3 too here: sat each time
     from coherence.smt import infer_finite
-    from coherence.smt.infer import InferOptions, infer
     own: list[bool] = []
     answered: list[bool] = []
     query, witness = infer_finite._Lazy._query, infer_finite._Lazy._witness
@@ -210,9 +217,8 @@ def test_witnesses_answer_only_satisfiable_queries(monkeypatch: pytest.MonkeyPat
         return found
     monkeypatch.setattr(infer_finite._Lazy, "_query", asked)
     monkeypatch.setattr(infer_finite._Lazy, "_witness", checked)
-    model = load_spec(ROOT / "tests" / "specs" / "infer" / "sharer_counter.coh")
-    result = infer(model, InferOptions(rlimit=20_000_000, final_rlimit=150_000_000,
-                                       explore_seconds=float("inf")))
+    model = load_spec(SHARER_COUNTER)
+    result = _infer(model)
     assert result.proof.verdict == "holds", (result.missing, result.proof.reason)
     assert own and all(own), own
     assert all(answered), answered
@@ -224,7 +230,6 @@ def test_minimising_in_the_narrower_search_keeps_the_same_candidates(
     # NOTE(minimize-without): each query asks for a pre-state falsifying the candidate it
     # would drop; minimised again on the same selection without that, the same set comes out
     from coherence.smt import infer_finite
-    from coherence.smt.infer import InferOptions, infer
     minimize, query = infer_finite._Lazy.minimize, infer_finite._Lazy._query
     pairs: list[tuple[set[int], set[int]]] = []
 
@@ -244,8 +249,7 @@ def test_minimising_in_the_narrower_search_keeps_the_same_candidates(
     for spec in ("sharer_counter", "german"):
         model = load_spec(ROOT / "tests" / "specs" / "infer" / f"{spec}.coh")
         model = drop_properties(model, [p.name for p in model.properties])
-        result = infer(model, InferOptions(rlimit=20_000_000, final_rlimit=150_000_000,
-                                           explore_seconds=float("inf")))
+        result = _infer(model)
         assert result.proof.verdict == "holds", (spec, result.missing)
     assert len(pairs) == 2
     for narrow, wide_set in pairs:
@@ -257,7 +261,6 @@ def test_candidates_the_others_imply_are_dropped_before_minimising(
     # each candidate the implication pass drops is implied, in every state of the instance,
     # by the ones left and the targets: asked again of a solver that holds only those
     from coherence.smt import infer_finite
-    from coherence.smt.infer import InferOptions, infer
     checked: list[int] = []
     implied = infer_finite._Lazy.implied
 
@@ -272,9 +275,8 @@ def test_candidates_the_others_imply_are_dropped_before_minimising(
             checked.append(k)
         return dropped
     monkeypatch.setattr(infer_finite._Lazy, "implied", verified)
-    model = load_spec(ROOT / "tests" / "specs" / "infer" / "sharer_counter.coh")
-    result = infer(model, InferOptions(rlimit=20_000_000, final_rlimit=150_000_000,
-                                       explore_seconds=float("inf")))
+    model = load_spec(SHARER_COUNTER)
+    result = _infer(model)
     assert result.proof.verdict == "holds", (result.missing, result.proof.reason)
     assert checked and result.stats["houdini"]["implied"] == len(checked)
 
@@ -322,11 +324,9 @@ def test_a_query_past_its_first_units_is_asked_again_on_a_fresh_solver(
     # NOTE(houdini-retry): with a first try too small for most queries, each is asked again
     # with another seed and twice the units, and the set found is still proved from scratch
     from coherence.smt import infer_finite
-    from coherence.smt.infer import InferOptions, infer
     monkeypatch.setattr(infer_finite, "FIRST_TRY_RLIMIT", 2_000)
-    model = load_spec(ROOT / "tests" / "specs" / "infer" / "sharer_counter.coh")
-    result = infer(model, InferOptions(rlimit=20_000_000, final_rlimit=150_000_000,
-                                       explore_seconds=float("inf")))
+    model = load_spec(SHARER_COUNTER)
+    result = _infer(model)
     assert result.proof.verdict == "holds", (result.missing, result.proof.reason)
     assert result.stats["houdini"]["retries"] > 0
 
@@ -346,11 +346,8 @@ def test_a_minimisation_query_that_runs_out_keeps_its_candidate(
     # NOTE(houdini-retry): minimising only makes the output smaller; a query out of units
     # keeps its candidate, and the larger set is still proved from scratch
     from coherence.smt import infer_finite
-    from coherence.smt.infer import InferOptions, infer
-    model = load_spec(ROOT / "tests" / "specs" / "infer" / "sharer_counter.coh")
-    opts = InferOptions(rlimit=20_000_000, final_rlimit=150_000_000,
-                        explore_seconds=float("inf"))
-    normal = infer(model, opts)
+    model = load_spec(SHARER_COUNTER)
+    normal = _infer(model)
     query, minimize = infer_finite._Lazy._query, infer_finite._Lazy.minimize
     unknown: set[int] = set()
     out: list[set[int]] = []
@@ -369,7 +366,7 @@ def test_a_minimisation_query_that_runs_out_keeps_its_candidate(
     monkeypatch.setattr(infer_finite, "MINIMIZE_RLIMIT", 1_000)
     monkeypatch.setattr(infer_finite._Lazy, "_query", asked)
     monkeypatch.setattr(infer_finite._Lazy, "minimize", kept)
-    starved = infer(model, opts)
+    starved = _infer(model)
     assert starved.proof.verdict == "holds", (starved.missing, starved.proof.reason)
     h, h0 = starved.stats["houdini"], normal.stats["houdini"]
     assert h["kept_unknown"] == len(unknown) > 0 and h0["kept_unknown"] == 0

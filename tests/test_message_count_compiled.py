@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
-from quantifier_specs import both, failures, summary
+from quantifier_specs import both, failures, host_kernels_as_cplusplus, summary
 
 from coherence import ir, load_spec
 from coherence.engines import check
@@ -289,12 +288,7 @@ def test_the_generated_counts_are_also_cplusplus(tmp_path: Path) -> None:
     for name, model in [("variants", _variants_model()),
                         ("both", load_spec_text(BOTH.replace("ORDERING", "fifo") + (
                             "invariant x: count(m: Req :: m.v == 1) >= 0;\n"), "both.coh"))]:
-        src = tmp_path / f"{name}.cc"
-        src.write_text(kernel_source(generate(model, Layout(model)), 1, "host"))
-        proc = subprocess.run(["g++", "-std=c++17", "-fsyntax-only", "-Wall",
-                               "-Wno-unused-function", "-Wno-unused-variable",
-                               "-Wno-unused-label", str(src)],
-                              capture_output=True, text=True, check=False)
+        proc = host_kernels_as_cplusplus(model, tmp_path / f"{name}.cc")
         assert proc.returncode == 0, proc.stderr[:2000]
         assert proc.stderr == "", name
 

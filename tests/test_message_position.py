@@ -30,7 +30,7 @@ import pytest
 from helpers import PROOF_RLIMIT, checker_groups
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
-from quantifier_specs import both, failures, span_of, summary
+from quantifier_specs import both, failures, host_kernels_as_cplusplus, span_of, summary
 
 from coherence import ir, load_spec
 from coherence.cli import main
@@ -459,12 +459,7 @@ def test_the_generated_places_are_also_cplusplus(tmp_path: Path) -> None:
     """NVRTC compiles C++17, where a jump (an instance's error) may not skip a declaration
     still in scope, and a place is a declaration in every message loop."""
     for name, model in _gpu_specs()[2:]:
-        src = tmp_path / f"{name}.cc"
-        src.write_text(kernel_source(generate(model, Layout(model)), 1, "host"))
-        proc = subprocess.run(["g++", "-std=c++17", "-fsyntax-only", "-Wall",
-                               "-Wno-unused-function", "-Wno-unused-variable",
-                               "-Wno-unused-label", str(src)],
-                              capture_output=True, text=True, check=False)
+        proc = host_kernels_as_cplusplus(model, tmp_path / f"{name}.cc")
         assert proc.returncode == 0, proc.stderr[:2000]
         assert proc.stderr == "", name
 
@@ -538,8 +533,10 @@ def test_ping_order_is_not_1_inductive_and_the_cti_replays() -> None:
     result = induction(model, 1, rlimit=PROOF_RLIMIT)
     assert (result.verdict, result.exit_code) == ("unknown", 3)
     assert result.cti is not None and result.cti.groups
-    names = {f"invariant:{inv.name}" for inv in model.invariants}
-    assert set(result.cti.groups) <= names | {"no-transition:*", "error:error"}
+    names = {f"{kind}:{inv.name}" for inv in model.invariants for kind in ("invariant", "error")}
+    # deadlock too: on some runs (after other tests in the process) Z3's CTI is a stuck state
+    assert set(result.cti.groups) <= names | {"no-transition:*", "error:error",
+                                              "deadlock:deadlock"}
 
 
 def test_ping_order_aux_is_1_inductive_at_2_agents() -> None:

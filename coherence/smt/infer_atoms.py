@@ -60,6 +60,7 @@ class Atom:
     neg_text: str = ""
     parts: frozenset[str] = frozenset()  # groups of the atoms this one is the disjunction of
     counted: bool = False  # NOTE(param-count): a count atom (only concludes a clause)
+    alone: bool = False  # NOTE(message-position): a clause by itself, never with others
 
     def literal(self, positive: bool, x: str = "", m: str = "m", y: str = "") -> str:
         t = self.text if positive else (self.neg_text or f"!{_paren(self.text)}")
@@ -457,9 +458,9 @@ def _order_atoms(model: ir.Model, receivers: dict[str, set[ir.MachineKind]]) -> 
     can hold both: MSI's home sends ``Inv`` to a sharer before the ``PutAck`` of its own
     ``PutS``, never after, and a cache in ``SI_A`` that met them the other way round would
     be stuck. No count or quantifier without a place can tell the two queues apart. Each is
-    a clause alone (``infer_mine._count_misplaced``): under a condition it holds mostly
-    because the two types are never queued together there, which costs Houdini a nested
-    message quantifier per candidate and says little."""
+    a clause alone (``Atom.alone``): under a condition it holds mostly because the two types
+    are never queued together there, which costs Houdini a nested message quantifier per
+    candidate and says little."""
     out: list[Atom] = []
     for net in model.networks:
         if net.ordering is not ir.Ordering.FIFO or net.capacity < 2:
@@ -478,7 +479,7 @@ def _order_atoms(model: ir.Model, receivers: dict[str, set[ir.MachineKind]]) -> 
                     lambda e, a, f=first, t=then: all(
                         p1 < p2 for s1, d1, _f1, p1 in e.placed[f] if d1 == a
                         for s2, d2, _f2, p2 in e.placed[t] if d2 == a and s2 == s1),
-                    counted=True))
+                    counted=True, alone=True))
     return out
 
 

@@ -24,7 +24,7 @@ from coherence import ir
 from coherence.errors import SpecError
 from coherence.explore import Search, StateLimit, bfs
 from coherence.semantics import UNDEF, Semantics, State
-from coherence.smt.infer_atoms import ORDER_GROUP, Atom, Env, Vocabulary, vocabulary
+from coherence.smt.infer_atoms import Atom, Env, Vocabulary, vocabulary
 from coherence.symmetry import Symmetry
 
 
@@ -545,7 +545,7 @@ def _count_misplaced(table: Table, lits: list[tuple[int, bool]], new: tuple[int,
         return False
     if len(counted) > 1 or lits[counted[0]][1]:
         return True
-    if len(new) > 1 and table.slots[lits[counted[0]][0]][0].group.startswith(ORDER_GROUP):
+    if len(new) > 1 and table.slots[lits[counted[0]][0]][0].alone:
         return True  # NOTE(message-position): an order is a clause alone (see _order_atoms)
     where = table.slots[lits[counted[0]][0]][1]
     if where not in ("i", "m"):
