@@ -90,3 +90,19 @@ def test_sigint_stops_the_inference() -> None:
     assert doc["verdict"] == "unknown" and doc["reason"] == "interrupted (SIGINT)"
     assert doc["inferred"]["invariants"] == []
     assert "Traceback" not in done.stderr
+
+
+def test_sigint_in_the_final_proof_keeps_the_inferred_lines() -> None:
+    """An hour of Houdini is not lost to a stop in the final proof: the chosen lines are in
+    the JSON (marked not proved) and, as they were chosen, in the progress stream."""
+    done, _kids = _interrupted(["--infer", "--json"], "final proof: ", group=False)
+    assert done.returncode == 3, done.stderr[-2000:]
+    doc = json.loads(done.stdout)
+    assert doc["verdict"] == "unknown" and doc["reason"] == "interrupted (SIGINT)"
+    assert doc["proved"] == []
+    lines = doc["inferred"]["invariants"]
+    assert lines and all(x.startswith("invariant aux inferred_") for x in lines)
+    streamed = [json.loads(x)["message"].removeprefix("inferred: ")
+                for x in done.stderr.splitlines()
+                if x.startswith("{") and '"message": "inferred: ' in x]
+    assert streamed == lines

@@ -74,21 +74,24 @@ def infer(model: ir.Model, options: InferOptions | None = None,
     e.g. the compiled engine's, which only the command layer may import. A SIGINT ends it
     with an unknown verdict (NOTE(prove-interrupt))."""
     t0 = time.perf_counter()
+    selected: list[str] = []  # the lines once chosen: a stop in the final proof keeps them
     with interrupt.noting_sigint():
         try:
-            return _infer(model, options, progress, source)
+            return _infer(model, options, progress, source, selected)
         except (interrupt.Interrupted, z3.Z3Exception) as e:
             if not interrupt.stopped(e):
                 raise
             from coherence.smt.param import NOTE_DEADLOCK, interrupted_result
             proof = interrupted_result([NOTE_DEADLOCK], time.perf_counter() - t0)
-            return InferResult(proof, [], {"seconds": {"total": round(proof.seconds, 3)}},
-                               f"no inference: {interrupt.REASON}", model)
+            missing = (f"{interrupt.REASON} during the final proof: the lines were chosen "
+                       "but not proved" if selected else f"no inference: {interrupt.REASON}")
+            return InferResult(proof, list(selected),
+                               {"seconds": {"total": round(proof.seconds, 3)}}, missing, model)
 
 
 def _infer(model: ir.Model, options: InferOptions | None,
            progress: Callable[[str], None] | None,
-           source: StateSource | None) -> InferResult:
+           source: StateSource | None, selected: list[str]) -> InferResult:
     from coherence.smt.infer_finite import Instance, encode_instance, houdini_finite
     from coherence.smt.infer_mine import Templates, explore, mine
     from coherence.smt.infer_qf import houdini_qf
@@ -148,6 +151,9 @@ def _infer(model: ir.Model, options: InferOptions | None,
     if h.failed:  # a Houdini that gave up (no units, no time left) says so, not "no candidate"
         missing = (f"{h.failed[0]}: no line inferred" if h.stats.get("unknown")
                    else _missing(h.failed, opts))
+    selected[:] = lines
+    for line in lines:  # in the progress stream too: an hour's proof may be stopped
+        say(f"inferred: {line}")
     say(f"proving the spec with {len(lines)} inferred invariants from scratch")
     proved_model = extend(model, _block(lines)) if lines else model
     proof = prove_all(proved_model, timeout=opts.timeout, rlimit=opts.final_rlimit,
@@ -166,6 +172,7 @@ def _infer(model: ir.Model, options: InferOptions | None,
         chosen += added
         lines = [f"invariant aux {n}: {cands[k].text};"
                  for n, k in zip(_names(taken, len(chosen)), chosen, strict=True)]
+        selected[:] = lines
         say(f"{ctis} counterexamples to induction: {len(added)} kept "
             f"candidates put back; proving {len(lines)} lines again")
         t_round = time.perf_counter()
