@@ -74,24 +74,21 @@ def infer(model: ir.Model, options: InferOptions | None = None,
     e.g. the compiled engine's, which only the command layer may import. A SIGINT ends it
     with an unknown verdict (NOTE(prove-interrupt))."""
     t0 = time.perf_counter()
-    selected: list[str] = []  # the lines once chosen: a stop in the final proof keeps them
     with interrupt.noting_sigint():
         try:
-            return _infer(model, options, progress, source, selected)
+            return _infer(model, options, progress, source)
         except (interrupt.Interrupted, z3.Z3Exception) as e:
             if not interrupt.stopped(e):
                 raise
             from coherence.smt.param import NOTE_DEADLOCK, interrupted_result
             proof = interrupted_result([NOTE_DEADLOCK], time.perf_counter() - t0)
-            missing = (f"{interrupt.REASON} during the final proof: the lines were chosen "
-                       "but not proved" if selected else f"no inference: {interrupt.REASON}")
-            return InferResult(proof, list(selected),
-                               {"seconds": {"total": round(proof.seconds, 3)}}, missing, model)
+            return InferResult(proof, [], {"seconds": {"total": round(proof.seconds, 3)}},
+                               f"no inference: {interrupt.REASON}", model)
 
 
 def _infer(model: ir.Model, options: InferOptions | None,
            progress: Callable[[str], None] | None,
-           source: StateSource | None, selected: list[str]) -> InferResult:
+           source: StateSource | None) -> InferResult:
     from coherence.smt.infer_finite import Instance, encode_instance, houdini_finite
     from coherence.smt.infer_mine import Templates, explore, mine
     from coherence.smt.infer_qf import houdini_qf
@@ -151,8 +148,9 @@ def _infer(model: ir.Model, options: InferOptions | None,
     if h.failed:  # a Houdini that gave up (no units, no time left) says so, not "no candidate"
         missing = (f"{h.failed[0]}: no line inferred" if h.stats.get("unknown")
                    else _missing(h.failed, opts))
-    selected[:] = lines
-    for line in lines:  # in the progress stream too: an hour's proof may be stopped
+    # in the progress stream too: an hour's proof may be stopped or killed (a SIGINT in it
+    # ends ``prove_all`` with a partial result, which keeps the lines)
+    for line in lines:
         say(f"inferred: {line}")
     say(f"proving the spec with {len(lines)} inferred invariants from scratch")
     proved_model = extend(model, _block(lines)) if lines else model
@@ -172,7 +170,6 @@ def _infer(model: ir.Model, options: InferOptions | None,
         chosen += added
         lines = [f"invariant aux {n}: {cands[k].text};"
                  for n, k in zip(_names(taken, len(chosen)), chosen, strict=True)]
-        selected[:] = lines
         say(f"{ctis} counterexamples to induction: {len(added)} kept "
             f"candidates put back; proving {len(lines)} lines again")
         t_round = time.perf_counter()
