@@ -35,6 +35,7 @@ from coherence.errors import NO_SPAN, Span, SpecError
 from coherence.results import Failure
 from coherence.semantics import range_of
 from coherence.smt import interrupt
+from coherence.smt.alpha import alpha_equal
 from coherence.smt.execute import TRUE, Exec, all_of, any_of, arithmetic, b2i, truth
 from coherence.smt.nodes import HOME, NODE, UNDEF_N, is_agent
 from coherence.smt.param_count import (
@@ -1122,6 +1123,9 @@ class Query:
     # (goal, action index, index of the action that errs after it; -1 where none): one per
     # query, and the same in a spec with more invariants (``prove_all``'s ``reuse``)
     key: tuple[str, int, int] = ("", -1, -1)
+    # NOTE(frame-unchanged): the goal's property after the action is its hypothesis (the same
+    # formula up to bound-variable names): settled without Z3
+    unchanged: bool = False
 
 
 class Obligations:
@@ -1143,7 +1147,7 @@ class Obligations:
         self.reads_counts = _message_counts(model)
         self.cur = cur = enc.fresh("s")
         self.acts = _actions(enc)
-        props = _properties(enc, cur)
+        self.props = props = _properties(enc, cur)
         self.errs: list[tuple[int, Any]] = []  # (action index, its error condition in ``cur``)
         for i, (machine, tr) in enumerate(self.acts):
             err = _step(enc, cur, machine, tr, f"e{i}")[1]
@@ -1189,7 +1193,8 @@ class Obligations:
         post = _properties(enc, succ)
         for name, p in post.items():
             out.append(Query(name, f"action {label}", [*base, *inv, ok, z3.Not(p)], cur,
-                             (machine, tr), consts, shape, key=(name, i, -1)))
+                             (machine, tr), consts, shape, key=(name, i, -1),
+                             unchanged=name in self.props and alpha_equal(p, self.props[name])))
         for j, _ in self.errs:
             m2, tr2 = self.acts[j]
             err2 = _step(enc, succ, m2, tr2, f"a{i}b{j}")[1]
@@ -1638,6 +1643,8 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
     quantifier-free try (``grounded``: the action's), a counterexample
     with 1-2 agents, a fresh solver, a counterexample with 3-4 agents, then the long try."""
     from coherence.smt.param_cti import MAX_AGENTS, find_cti
+    if q.unchanged:  # NOTE(frame-unchanged): its hypothesis, which ``inv`` asserts
+        return z3.unsat, None, ""
     step = q.what != "init"
     # NOTE(param-count): with cardinalities uninterpreted, the quantified solver proves only
     # the queries of a spec that counts that need no counting (most of them, at once), and
