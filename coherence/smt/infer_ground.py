@@ -17,6 +17,7 @@ the Boolean level first, so that every quantifier has one polarity.
 from __future__ import annotations
 
 import itertools
+import time
 from typing import Any
 
 import z3
@@ -39,6 +40,7 @@ class Grounder:
         self.terms = list(terms)
         self.params = params
         self.left = budget
+        self.deadline: float | None = None  # a time.perf_counter() past which it gives up
         self.memo: dict[tuple[int, bool], tuple[Any, Any]] = {}
         self.hasq: dict[int, tuple[Any, bool]] = {}
 
@@ -140,6 +142,8 @@ class Grounder:
             universal = t.is_forall() == pos
             sorts = [t.var_sort(k) for k in range(n)]
             if universal and all(s == self.node for s in sorts):
+                if self.deadline is not None and time.perf_counter() > self.deadline:
+                    raise TooLarge("past its deadline")
                 if self.left is not None:
                     self.left -= len(self.terms) ** n
                     if self.left < 0:

@@ -1251,6 +1251,11 @@ QUICK_SECONDS = 5.0  # per obligation, before looking for a small counterexample
 QUICK_WALL_SECONDS = 1.0
 COUNT_QUICK_SECONDS = 1.0  # the same, before the ground try, in a spec that counts
 FRESH_FIRST_WALL_SECONDS = 2.0  # NOTE(count-fresh-first)
+FRESH_FIRST_MISSES = 4
+# NOTE(ground-deadline): the ground try of one obligation in a spec that counts (its contexts'
+# Python and its checks); MSI's `inferred_150` at `GetS in I` spent over 5 minutes there,
+# past --timeout
+GROUND_SECONDS = 60.0
 CTI_SECONDS = 20.0  # for that search (param_cti)
 QUERY_SECONDS = 60.0  # per obligation in all, when no small counterexample exists
 REFUTE_SECONDS = 20.0  # default budget for looking for a concrete counterexample
@@ -1499,6 +1504,25 @@ class Grounded:
         self.built = False  # the action's context, on the first ``proves``
         self.goals: dict[int, tuple[Any, Any]] = {}  # goal id -> (goal, resolved)
         self.refuted: dict[int, bool] = {}  # goal id -> the action's context refutes it
+        # NOTE(ground-deadline): past it, grounding gives up (TooLarge) and no check starts
+        self.deadline: float | None = None
+        # NOTE(count-fresh-first): the fresh tries before this action's ground try
+        self.fresh_wins = self.fresh_misses = 0
+
+    def skolemized(self, goal: Any) -> Any:
+        """``goal`` with its outer existentials witnessed and its universals instantiated at
+        the action's node terms (weaker than ``goal``: an unsat answer with it proves the
+        obligation), without building the action's context; None when too large."""
+        from coherence.smt.infer_ground import Grounder, TooLarge
+        q = self.query
+        nodes = [x for x in q.pre.leaves() if x.sort() == NODE]
+        consts = [c for c in q.consts if c.sort() == NODE]
+        grounder = Grounder(NODE, [HOME, *consts, *nodes, *self.pool[:2]],
+                            budget=GROUND_INSTANCES)
+        try:
+            return grounder.goal(self._resolved(goal), self.pool)
+        except TooLarge:
+            return None
 
     @property
     def ready(self) -> bool:
@@ -1564,6 +1588,7 @@ class Grounded:
         from coherence.smt.infer_ground import Grounder, TooLarge, resolved
         from coherence.smt.param_count import ground_nodes
         grounder = Grounder(NODE, terms, budget=GROUND_INSTANCES)
+        grounder.deadline = self.deadline
         solver = z3.Solver()
         solver.set("rlimit", GROUND_RLIMIT)
         try:
@@ -1579,6 +1604,7 @@ class Grounded:
     def _proves(self, grounder: Any, solver: Any, counting: list[Any], goal: Any) -> bool:
         from coherence.smt.infer_ground import TooLarge
         grounder.left = GROUND_INSTANCES  # each goal its own budget
+        grounder.deadline = self.deadline
         try:
             return self._decide(grounder, solver, counting, goal)
         except TooLarge:
@@ -1587,7 +1613,7 @@ class Grounded:
     def _decide(self, grounder: Any, solver: Any, counting: list[Any], goal: Any) -> bool:
         grounded = grounder.goal(self._resolved(goal), self.pool)
         if not self.query.counts:
-            return bool(interrupt.check(solver, grounded) == z3.unsat)
+            return self._unsat(solver, grounded)
         # NOTE(param-count): the cardinality axioms of the card terms this goal brings
         from coherence.smt.param_count import ground_nodes, venn_axioms
         cards, nodes = counting
@@ -1598,7 +1624,7 @@ class Grounded:
         solver.push()
         try:
             solver.add(grounded, *[grounder.ground(a, True) for a in axioms])
-            if interrupt.check(solver) == z3.unsat:
+            if self._unsat(solver):
                 return True
         finally:
             solver.pop()
@@ -1618,7 +1644,18 @@ class Grounded:
         wide.left = GROUND_INSTANCES
         solver.add(wide.goal(self._resolved(goal), self.pool),
                    *[wide.ground(a, True) for a in axioms])
-        return bool(interrupt.check(solver) == z3.unsat)
+        return self._unsat(solver)
+
+    def _unsat(self, solver: Any, *assumptions: Any) -> bool:
+        """An unsat answer within GROUND_RLIMIT units, and before the deadline when there is
+        one (NOTE(ground-deadline))."""
+        if self.deadline is not None:
+            left = self.deadline - time.perf_counter()
+            if left <= 0:
+                return False
+            solver.set("timeout", max(1, int(left * 1000)))
+            setattr(solver, interrupt.WALL, left)  # NOTE(check-overrun)
+        return bool(interrupt.check(solver, *assumptions) == z3.unsat)
 
 
 def _node_constants(t: Any) -> list[Any]:
@@ -1679,15 +1716,25 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
             # incremental one gives up on, most within 2 s, where a ground try that fails
             # costs 1-2 minutes (building its contexts) before the same fresh solver proves
             # the goal in 1.6 s; not for a goal that counts itself, which needs the cards'
-            # axioms (on message_count_aux every such try failed: 28 s -> 75 s)
-            if not card_terms([q.assertions[-1]]):
+            # axioms (on message_count_aux every such try failed: 28 s -> 75 s), nor in an
+            # action where it failed FRESH_FIRST_MISSES times without proving a goal
+            grounded = grounded if grounded is not None else Grounded(q)
+            if _skolem_venn(q, grounded, budget):
+                return z3.unsat, None, ""
+            if not card_terms([q.assertions[-1]]) and (
+                    grounded.fresh_wins or grounded.fresh_misses < FRESH_FIRST_MISSES):
                 fresh_first = z3.Solver()
                 fresh_first.add(*q.assertions)
                 budget.limit(fresh_first, QUICK_SECONDS, wall=FRESH_FIRST_WALL_SECONDS)
                 tried = _check(fresh_first)
                 if tried[0] == z3.unsat:
+                    grounded.fresh_wins += 1
                     return z3.unsat, None, ""
+                grounded.fresh_misses += 1
         grounded = grounded if grounded is not None else Grounded(q)
+        if not (step and q.shape is None) and _skolem_venn(q, grounded, budget):
+            return z3.unsat, None, ""
+        grounded.deadline = _deadline(budget, GROUND_SECONDS)
         if grounded.proves(q.assertions[-1]):
             return z3.unsat, None, ""
     if step and not counts and grounded is not None and grounded.ready \
@@ -1736,6 +1783,31 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
         answer, why = _check(fresh)
         answer, why = _trusted(counts, answer, why)
     return answer, cti, why
+
+
+def _skolem_venn(q: Query, grounded: Grounded, budget: Budget) -> bool:
+    """NOTE(count-skolem-venn): the quantified hypotheses, the goal with its existentials
+    witnessed (``Grounded.skolemized``: its card terms become ground) and the Venn axioms of
+    every ground card term, quantified per node: an unsat answer proves the obligation. The
+    cards of a goal under its quantifier had no axioms before (MSI's ``inferred_38`` at init,
+    `acks == count(...)` for every agent: a spurious model with a count of 1 where no message
+    is in flight); this proves it in 0.01 s, and 90 of the 98 changed goals of MSI's
+    `GetS in I` within 5 s each."""
+    from coherence.smt.param_count import venn_axioms
+    goal = grounded.skolemized(q.assertions[-1])
+    if goal is None:
+        return False
+    hypotheses = q.assertions[:-1]
+    solver = z3.Solver()
+    budget.limit(solver, QUICK_SECONDS, wall=FRESH_FIRST_WALL_SECONDS)
+    solver.add(*hypotheses, goal, *venn_axioms(card_terms([goal, *hypotheses]), None))
+    return bool(_check(solver)[0] == z3.unsat)
+
+
+def _deadline(budget: Budget, cap: float) -> float | None:
+    """When a phase allowed ``cap`` s from now must end (None: no wall-clock limit)."""
+    seconds = budget.seconds(cap)
+    return None if seconds is None else time.perf_counter() + seconds
 
 
 def _check(solver: Any, assumptions: list[Any] | None = None) -> tuple[Any, str]:

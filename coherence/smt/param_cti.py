@@ -47,7 +47,11 @@ def find_cti(model: ir.Model, query: Any, budget: Budget,
         budget.limit(solver, CTI_SECONDS, since=start)
         memo: dict[int, Any] = {}
         try:
-            unrolled = [expand(a, elems, NODE, memo, [MAX_UNROLLED]) for a in query.assertions]
+            # NOTE(ground-deadline): unrolling is Python (MSI's 160 lines at 3-4 agents: minutes
+            # past CTI_SECONDS and --timeout); it stops at the search's deadline
+            deadline = None if left is None else time.perf_counter() + left
+            unrolled = [expand(a, elems, NODE, memo, [MAX_UNROLLED], deadline)
+                        for a in query.assertions]
         except _TooLarge:  # nested quantifiers: larger sizes only grow, so give up the search
             return None
         solver.add(*unrolled)
@@ -81,10 +85,11 @@ MAX_UNROLLED = 200_000
 
 
 def expand(t: Any, elems: list[Any], sort: Any, memo: dict[int, Any],
-           left: list[int] | None = None) -> Any:
+           left: list[int] | None = None, deadline: float | None = None) -> Any:
     """``t`` with every quantifier over ``sort`` unrolled over ``elems``: quantifier-free, so
     Z3 decides it at once (the universe is exactly ``elems``). ``left``: a countdown of the
-    instances that may still be built (_TooLarge when it runs out)."""
+    instances that may still be built (_TooLarge when it runs out, or when ``deadline``, a
+    ``time.perf_counter()``, has passed)."""
     key = t.get_id()
     if key in memo:  # the term is kept alive beside its result: Z3 ids are reused otherwise
         return memo[key][1]
@@ -97,15 +102,17 @@ def expand(t: Any, elems: list[Any], sort: Any, memo: dict[int, Any],
             left[0] -= len(elems) ** len(sorts)
             if left[0] < 0:
                 raise _TooLarge
+        if deadline is not None and time.perf_counter() > deadline:
+            raise _TooLarge
         cases = []
         for values in itertools.product(elems, repeat=len(sorts)):
             cases.append(expand(z3.substitute_vars(body, *reversed(values)), elems, sort, memo,
-                                left))
+                                left, deadline))
         out = z3.And(*cases) if t.is_forall() else z3.Or(*cases)
     elif is_card(t):  # NOTE(param-count): exact over the finite universe
-        out = exact(t, elems, lambda x: expand(x, elems, sort, memo, left))
+        out = exact(t, elems, lambda x: expand(x, elems, sort, memo, left, deadline))
     elif z3.is_app(t) and t.num_args() > 0:
-        out = t.decl()(*[expand(c, elems, sort, memo, left) for c in t.children()])
+        out = t.decl()(*[expand(c, elems, sort, memo, left, deadline) for c in t.children()])
     else:
         out = t
     memo[key] = (t, out)
