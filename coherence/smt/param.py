@@ -533,7 +533,7 @@ class PExec(Exec):
     def over_agent(self, var: str, body: ir.Expr, c: Any) -> tuple[Any, Any]:
         """(x, the truth of ``body`` with ``var`` bound to x), x a fresh agent constant: the
         body of a quantifier or a count over the agents."""
-        x = z3.FreshConst(NODE, var)
+        x = self.bound_const(var)
         saved = self.locals.get(var)
         self.locals[var] = x
         self.bound.append((x, self.enc.is_agent(x)))
@@ -544,6 +544,16 @@ class PExec(Exec):
         else:
             self.locals[var] = saved
         return x, out
+
+    def bound_const(self, name: str) -> Any:
+        """NOTE(bound-names): the constant a quantifier, count or lambda binds, named after
+        the number of variables bound around it (``i@0``): the same property of two states is
+        then the same Z3 term where the states agree, down to its subterms (a count of messages
+        the action leaves alone is the hypothesis's count), where fresh names (``i!1205``)
+        made every encoding another term. A binder nested in another has a longer ``bound``,
+        so its name never captures the outer variable; its own name is abstracted away when
+        its quantifier is built, before any sibling's."""
+        return z3.Const(f"{name}@{len(self.bound)}", NODE)
 
     def node_quant(self, e: ir.Quant, c: Any) -> Any:
         """A quantifier over the agents: over the ``Node`` sort, guarded by ``is_agent``."""
@@ -577,8 +587,7 @@ class PExec(Exec):
 
     def inflight(self, e: ir.InFlight, c: Any) -> Any:
         d = self.expr(e.dst, c) if e.dst is not None else None
-        src = z3.FreshConst(NODE, "src")
-        dst = z3.FreshConst(NODE, "dst")
+        src, dst = self.bound_const("src"), self.bound_const("dst")
         here = TRUE if d is None else dst == d
         body = any_of([p for p, _f in self.places(e.message, src, dst)])
         return b2i(z3.Exists([src, dst], z3.And(here, body)))
@@ -610,7 +619,7 @@ class PExec(Exec):
         saved = self.locals.get(e.var)
         terms = []
         for src, dst in ends:
-            x = z3.FreshConst(NODE, f"{e.var}_end")
+            x = self.bound_const(f"{e.var}_end")
             over = src is _AGENTS or dst is _AGENTS
             s_, d_ = (x if src is _AGENTS else src), (x if dst is _AGENTS else dst)
             if over:
@@ -630,8 +639,7 @@ class PExec(Exec):
     def msg_quant(self, e: ir.MsgQuant, c: Any) -> Any:
         if e.kind == "count":
             return self.msg_count(e, c)
-        src = z3.FreshConst(NODE, f"{e.var}_src")
-        dst = z3.FreshConst(NODE, f"{e.var}_dst")
+        src, dst = self.bound_const(f"{e.var}_src"), self.bound_const(f"{e.var}_dst")
         saved = self.locals.get(e.var)
         forall = e.kind == "forall"
         parts = []

@@ -46,7 +46,7 @@ CARD = z3.Function("card", SET, INT)
 
 def card(s: Any) -> Any:
     """The number of agents in the set ``s`` (its other nodes do not count)."""
-    y = z3.FreshConst(NODE, "y_card")
+    y = z3.Const("y_card", NODE)  # NOTE(bound-names): ``s`` never holds it free
     return CARD(z3.Lambda([y], z3.And(is_agent(y), s[y])))
 
 
