@@ -1262,7 +1262,8 @@ FRESH_FIRST_WALL_SECONDS = 2.0  # NOTE(count-fresh-first)
 FRESH_FIRST_MISSES = 4
 # NOTE(ground-deadline): the ground try of one obligation in a spec that counts (its contexts'
 # Python and its checks); MSI's `inferred_150` at `GetS in I` spent over 5 minutes there,
-# past --timeout
+# past --timeout. A context whose building passes the deadline is kept as too large, for the
+# action's later goals too (MSI's action contexts take 3-27 s)
 GROUND_SECONDS = 60.0
 CTI_SECONDS = 20.0  # for that search (param_cti)
 QUERY_SECONDS = 60.0  # per obligation in all, when no small counterexample exists
@@ -1719,6 +1720,11 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
             budget.limit(shared, QUICK_SECONDS, wall=QUICK_WALL_SECONDS)
             if _check(shared, [q.assertions[-1]])[0] == z3.unsat:
                 return z3.unsat, None, ""
+            # NOTE(count-skolem-venn): the quantified solver with the goal's witnesses and
+            # the Venn axioms quantified per node
+            grounded = grounded if grounded is not None else Grounded(q)
+            if _skolem_venn(q, grounded, budget):
+                return z3.unsat, None, ""
             # NOTE(count-fresh-first): then a fresh solver, still before the ground try: on
             # MSI's inferred lines it proves 96 of the 106 goals of `GetM in S` that the
             # incremental one gives up on, most within 2 s, where a ground try that fails
@@ -1726,9 +1732,6 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
             # the goal in 1.6 s; not for a goal that counts itself, which needs the cards'
             # axioms (on message_count_aux every such try failed: 28 s -> 75 s), nor in an
             # action where it failed FRESH_FIRST_MISSES times without proving a goal
-            grounded = grounded if grounded is not None else Grounded(q)
-            if _skolem_venn(q, grounded, budget):
-                return z3.unsat, None, ""
             if not card_terms([q.assertions[-1]]) and (
                     grounded.fresh_wins or grounded.fresh_misses < FRESH_FIRST_MISSES):
                 fresh_first = z3.Solver()
