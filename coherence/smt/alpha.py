@@ -1,11 +1,11 @@
 """Whether two Z3 terms are the same formula up to the names of their bound variables.
 
-NOTE(frame-unchanged): the parameterised encoder names each quantifier's variables afresh
-(``i!1205``), so a property that an action leaves alone is, in the successor, another Z3 term
-than the same property of the pre-state, and Z3 sees two formulas. On MSI with its 154
-inferred lines a third of the obligations are such frames, and some of them (a count of
-messages in flight) kept the quantified solver, the ground try and the CTI search busy for
-minutes. A goal whose property is alpha-equal to its hypothesis is settled without Z3.
+NOTE(frame-unchanged): a goal whose property is alpha-equal to its hypothesis is settled
+without Z3. On MSI with its 154 inferred lines a third of the obligations are such frames,
+and some of them (a count of messages in flight) kept the quantified solver, the ground try
+and the CTI search busy for minutes. The flat encoder names bound variables by depth
+(NOTE(bound-names)), so there such a property is mostly the very same term (``eq`` at once);
+the hierarchical encoder and statements' loops still make fresh names (``i!1205``).
 """
 
 from __future__ import annotations

@@ -126,13 +126,20 @@ def stopped(error: BaseException) -> bool:
 # NOTE(check-overrun): Z3 5.4 does not always honour a check's ``timeout``: a fresh solver on
 # a counting spec's obligation (message_count_aux) ran for over 8 minutes past its 2 s, in
 # both processes of a proof, and an MSI proof ran 100 s past ``--timeout``. ``Z3_interrupt``
-# stops such a check, as it stops one on SIGINT: a check given a wall-clock cap (``WALL``, set
-# where its timeout is) is interrupted once it overruns the cap by half and a second. An
+# stops such a check, as it stops one on SIGINT: a check given a wall-clock cap (``cap``: Z3's
+# timeout and ``WALL``) is interrupted once it overruns the cap by half and a second. An
 # interrupt that comes just after the check ended reaches no check and does nothing.
 WALL = "coherence_wall_seconds"  # the attribute of a solver that holds its cap
 _overrun_guard = threading.Lock()
 _watched = [0]  # the token of the check a timer may interrupt; 0 when none
 _tokens = iter(range(1, 1 << 62))
+
+
+def cap(solver: Any, seconds: float) -> None:
+    """A wall-clock cap on ``solver``'s checks: Z3's timeout, and the watchdog's
+    (NOTE(check-overrun))."""
+    solver.set("timeout", max(1, int(seconds * 1000)))
+    setattr(solver, WALL, seconds)
 
 
 def _overrun(token: int) -> None:

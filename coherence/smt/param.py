@@ -1292,6 +1292,11 @@ class Budget:
             return rest
         return cap if rest is None else min(cap, rest)
 
+    def deadline(self, cap: float) -> float | None:
+        """When a phase allowed ``cap`` s from now must end (None: no wall-clock limit)."""
+        seconds = self.seconds(cap)
+        return None if seconds is None else time.perf_counter() + seconds
+
     def expired(self) -> bool:
         return self.timeout is not None and time.perf_counter() - self.start >= self.timeout
 
@@ -1303,8 +1308,7 @@ class Budget:
         spent = 0.0 if since is None else time.perf_counter() - since
         seconds = self.seconds((cap if wall is None else wall) - spent)
         if seconds is not None:
-            solver.set("timeout", max(1, int(max(0.001, seconds) * 1000)))
-            setattr(solver, interrupt.WALL, seconds)  # NOTE(check-overrun)
+            interrupt.cap(solver, max(0.001, seconds))
         if self.rlimit is not None:
             solver.set("rlimit", max(1, int(self.rlimit * cap / QUERY_SECONDS)))
 
@@ -1662,8 +1666,7 @@ class Grounded:
             left = self.deadline - time.perf_counter()
             if left <= 0:
                 return False
-            solver.set("timeout", max(1, int(left * 1000)))
-            setattr(solver, interrupt.WALL, left)  # NOTE(check-overrun)
+            interrupt.cap(solver, left)
         return bool(interrupt.check(solver, *assumptions) == z3.unsat)
 
 
@@ -1704,15 +1707,17 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
         # the axioms of the query's ground card terms, quantified per node, on a solver of
         # their own (on the action's incremental one, Z3 5.4 crashed or gave up the push
         # after a resource limit)
-        quick = z3.Solver()
-        budget.limit(quick, COUNT_QUICK_SECONDS)
-        quick.add(*q.assertions, *venn_axioms(card_terms(q.assertions), None))
         # NOTE(message-count): not where the cards are sets of queues: Z3's quantifier
         # instantiation on them ran past its timeout for minutes (the ground try settles
         # them in about a second)
-        if not q.reads_counts and _check(quick)[0] == z3.unsat:
-            return z3.unsat, None, ""
-        if step and q.shape is None:
+        if not q.reads_counts:
+            quick = z3.Solver()
+            budget.limit(quick, COUNT_QUICK_SECONDS)
+            quick.add(*q.assertions, *venn_axioms(card_terms(q.assertions), None))
+            if _check(quick)[0] == z3.unsat:
+                return z3.unsat, None, ""
+        flat_step = step and q.shape is None
+        if flat_step:
             # NOTE(count-quick-first): the action's incremental solver, cards uninterpreted,
             # before the ground try: it proves most of MSI's goals within 1 s each, where the
             # ground try takes 1.3-5 s (building the Venn axioms) and 27-55 s on a goal it
@@ -1720,32 +1725,29 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
             budget.limit(shared, QUICK_SECONDS, wall=QUICK_WALL_SECONDS)
             if _check(shared, [q.assertions[-1]])[0] == z3.unsat:
                 return z3.unsat, None, ""
-            # NOTE(count-skolem-venn): the quantified solver with the goal's witnesses and
-            # the Venn axioms quantified per node
-            grounded = grounded if grounded is not None else Grounded(q)
-            if _skolem_venn(q, grounded, budget):
-                return z3.unsat, None, ""
-            # NOTE(count-fresh-first): then a fresh solver, still before the ground try: on
-            # MSI's inferred lines it proves 96 of the 106 goals of `GetM in S` that the
-            # incremental one gives up on, most within 2 s, where a ground try that fails
-            # costs 1-2 minutes (building its contexts) before the same fresh solver proves
-            # the goal in 1.6 s; not for a goal that counts itself, which needs the cards'
-            # axioms (on message_count_aux every such try failed: 28 s -> 75 s), nor in an
-            # action where it failed FRESH_FIRST_MISSES times without proving a goal
-            if not card_terms([q.assertions[-1]]) and (
-                    grounded.fresh_wins or grounded.fresh_misses < FRESH_FIRST_MISSES):
-                fresh_first = z3.Solver()
-                fresh_first.add(*q.assertions)
-                budget.limit(fresh_first, QUICK_SECONDS, wall=FRESH_FIRST_WALL_SECONDS)
-                tried = _check(fresh_first)
-                if tried[0] == z3.unsat:
-                    grounded.fresh_wins += 1
-                    return z3.unsat, None, ""
-                grounded.fresh_misses += 1
         grounded = grounded if grounded is not None else Grounded(q)
-        if not (step and q.shape is None) and _skolem_venn(q, grounded, budget):
+        # NOTE(count-skolem-venn): the quantified solver with the goal's witnesses and the
+        # Venn axioms quantified per node
+        if _skolem_venn(q, grounded, budget):
             return z3.unsat, None, ""
-        grounded.deadline = _deadline(budget, GROUND_SECONDS)
+        # NOTE(count-fresh-first): then a fresh solver, still before the ground try: on MSI's
+        # inferred lines it proves 96 of the 106 goals of `GetM in S` that the incremental
+        # one gives up on, most within 2 s, where a ground try that fails costs 1-2 minutes
+        # (building its contexts) before the same fresh solver proves the goal in 1.6 s; not
+        # for a goal that counts itself, which needs the cards' axioms (on message_count_aux
+        # every such try failed: 28 s -> 75 s), nor in an action where it failed
+        # FRESH_FIRST_MISSES times without proving a goal
+        if flat_step and not card_terms([q.assertions[-1]]) and (
+                grounded.fresh_wins or grounded.fresh_misses < FRESH_FIRST_MISSES):
+            fresh_first = z3.Solver()
+            fresh_first.add(*q.assertions)
+            budget.limit(fresh_first, QUICK_SECONDS, wall=FRESH_FIRST_WALL_SECONDS)
+            tried = _check(fresh_first)
+            if tried[0] == z3.unsat:
+                grounded.fresh_wins += 1
+                return z3.unsat, None, ""
+            grounded.fresh_misses += 1
+        grounded.deadline = budget.deadline(GROUND_SECONDS)
         if grounded.proves(q.assertions[-1]):
             return z3.unsat, None, ""
     if step and not counts and grounded is not None and grounded.ready \
@@ -1813,12 +1815,6 @@ def _skolem_venn(q: Query, grounded: Grounded, budget: Budget) -> bool:
     budget.limit(solver, QUICK_SECONDS, wall=FRESH_FIRST_WALL_SECONDS)
     solver.add(*hypotheses, goal, *venn_axioms(card_terms([goal, *hypotheses]), None))
     return bool(_check(solver)[0] == z3.unsat)
-
-
-def _deadline(budget: Budget, cap: float) -> float | None:
-    """When a phase allowed ``cap`` s from now must end (None: no wall-clock limit)."""
-    seconds = budget.seconds(cap)
-    return None if seconds is None else time.perf_counter() + seconds
 
 
 def _check(solver: Any, assumptions: list[Any] | None = None) -> tuple[Any, str]:
