@@ -1134,6 +1134,16 @@ class Query:
     # NOTE(frame-unchanged): the goal's property after the action is its hypothesis (the same
     # formula up to bound-variable names): settled without Z3
     unchanged: bool = False
+    # NOTE(count-set-names): what the quantified solvers are given, where it differs from
+    # ``assertions`` (a spec that counts): its counted sets named, their definitions among
+    # the hypotheses; the same hypotheses (the same terms) for every query of the group
+    named: list[Any] | None = None
+
+    @property
+    def quantified(self) -> list[Any]:
+        """The assertions as the quantified solvers see them (the ground try and the CTI
+        search read ``assertions``)."""
+        return self.assertions if self.named is None else self.named
 
 
 class Obligations:
@@ -1186,6 +1196,8 @@ class Obligations:
         for q in qs:
             q.counts = self.counts
             q.reads_counts = self.reads_counts
+        if self.counts and self.shape is None:
+            _name_counted_sets(qs)
         return qs
 
     def _action(self, i: int) -> list[Query]:
@@ -1210,6 +1222,21 @@ class Obligations:
                              f"{_label(tr2)} errs)", [*base, *inv, ok, err2], cur,
                              (machine, tr), consts, shape, key=("error:error", i, j)))
         return out
+
+
+def _name_counted_sets(qs: list[Query]) -> None:
+    """NOTE(count-set-names): ``Query.named`` for a group: one name per counted set across
+    the group, every definition with the hypotheses (an unused one is harmless), so that the
+    queries of an action still share all their assertions but the last."""
+    from coherence.smt.lambda_names import LambdaNames
+    names = LambdaNames()
+    shared: dict[int, Any] = {}
+    rows = []
+    for q in qs:
+        rows.append([shared.setdefault(a.get_id(), names.name(a)) for a in q.assertions])
+    definitions = names.definitions()
+    for q, row in zip(qs, rows, strict=True):
+        q.named = [*row[:-1], *definitions, row[-1]]
 
 
 @owns_z3
@@ -1407,13 +1434,13 @@ def _settled(model: ir.Model, q: Query, ob: Obligations, shared: Any,
              ) -> tuple[Any, tuple[int, ...], Grounded | None, tuple[Any, Any, str]]:
     """``_settle`` on the action's solver, made anew when the query starts another action:
     (solver, its context, the action's ground try, (answer, CTI, why))."""
-    context = tuple(a.get_id() for a in q.assertions[:-1])
+    context = tuple(a.get_id() for a in q.quantified[:-1])
     if ob.shape is not None:  # NOTE(param-hierarchy): a fresh solver per query is faster
         shared, shared_context = z3.Solver(), ()
         shared.add(*q.assertions)
     elif context != shared_context:  # queries of one action share all but their last
         shared, shared_context = z3.Solver(), context
-        shared.add(*q.assertions[:-1])
+        shared.add(*q.quantified[:-1])
         grounded = Grounded(q) if q.what != "init" else None
     return shared, shared_context, grounded, _settle(model, q, shared, budget, grounded)
 
@@ -1713,7 +1740,7 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
         if not q.reads_counts:
             quick = z3.Solver()
             budget.limit(quick, COUNT_QUICK_SECONDS)
-            quick.add(*q.assertions, *venn_axioms(card_terms(q.assertions), None))
+            quick.add(*q.quantified, *venn_axioms(card_terms(q.quantified), None))
             if _check(quick)[0] == z3.unsat:
                 return z3.unsat, None, ""
         flat_step = step and q.shape is None
@@ -1723,7 +1750,7 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
             # ground try takes 1.3-5 s (building the Venn axioms) and 27-55 s on a goal it
             # cannot prove
             budget.limit(shared, QUICK_SECONDS, wall=QUICK_WALL_SECONDS)
-            if _check(shared, [q.assertions[-1]])[0] == z3.unsat:
+            if _check(shared, [q.quantified[-1]])[0] == z3.unsat:
                 return z3.unsat, None, ""
         grounded = grounded if grounded is not None else Grounded(q)
         # NOTE(count-skolem-venn): the quantified solver with the goal's witnesses and the
@@ -1740,7 +1767,7 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
         if flat_step and not card_terms([q.assertions[-1]]) and (
                 grounded.fresh_wins or grounded.fresh_misses < FRESH_FIRST_MISSES):
             fresh_first = z3.Solver()
-            fresh_first.add(*q.assertions)
+            fresh_first.add(*q.quantified)
             budget.limit(fresh_first, QUICK_SECONDS, wall=FRESH_FIRST_WALL_SECONDS)
             tried = _check(fresh_first)
             if tried[0] == z3.unsat:
@@ -1761,10 +1788,10 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
     else:
         if counts:  # a solver of its own (see above): the action's one is not used
             shared = z3.Solver()
-            shared.add(*q.assertions)
+            shared.add(*q.quantified)
         budget.limit(shared, QUICK_SECONDS, wall=QUICK_WALL_SECONDS)
         answer, why = _check(shared, [] if q.shape is not None or counts
-                             else [q.assertions[-1]])
+                             else [q.quantified[-1]])
         if answer == z3.unsat:
             return answer, None, why
     if answer == z3.unknown and step and not counts and grounded is not None \
@@ -1772,7 +1799,7 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
         return z3.unsat, None, ""
     answer, why = _trusted(counts, answer, why)
     fresh = z3.Solver()
-    fresh.add(*q.assertions)
+    fresh.add(*q.quantified)
     if answer == z3.unknown and not counts and q.shape is None:
         # a quick try that gave up on the action's incremental solver: a fresh solver often
         # proves it at once (acked's inferred lines: 0.03-0.2 s), before the CTI search
