@@ -10,7 +10,10 @@ Z3 5.4 then found no proof in 30 s of ``forall i :: P(i) |- forall i :: P(i) || 
 once (1.2 s with the whole hypothesis).
 
 ``LambdaNames`` names each distinct lambda with free variables under ``card`` by one function
-of those variables, for every formula of a solver, and defines it:
+of those variables, for every formula of a solver, and defines it. Distinct up to the names of
+bound variables: the set of ``inferred_38`` (``y@1``, under one quantifier) is the set of
+``inferred_150`` (``y@3``, under three), and one name lets Z3 read the one count as the other.
+The definition:
 ``forall z :: F(z) == lambda y :: body(z, y)``. The definitions are a conservative extension
 (any model of the formulas gives ``F`` that meaning), so an unsat answer is still a proof; a
 model is never trusted as a counterexample in a spec that counts anyway (``param._trusted``).
@@ -36,7 +39,8 @@ class LambdaNames:
     def __init__(self) -> None:
         self._memo: dict[int, Any] = {}
         self._free: dict[int, dict[int, Any]] = {}  # term id -> {free index: sort}
-        self._names: dict[int, Any] = {}  # lambda id -> its function
+        self._names: dict[int, Any] = {}  # canonical lambda id -> its function
+        self._canonical: dict[tuple[int, int], Any] = {}  # (term id, binder depth) -> term
         self._new: list[Any] = []
 
     def name(self, formula: Any) -> Any:
@@ -76,6 +80,7 @@ class LambdaNames:
         """``F(v...)``, the lambda's function applied to its free variables."""
         free = self._free_vars(lam)
         idx = sorted(free)
+        lam = self._canonical_names(lam)
         fn = self._names.get(lam.get_id())
         if fn is None:
             sorts = [free[i] for i in idx]
@@ -86,6 +91,30 @@ class LambdaNames:
             self._new.append(z3.ForAll(zs, fn(*zs) == z3.substitute_vars(lam, *fill)))
             self._names[lam.get_id()] = fn
         return fn(*[z3.Var(i, free[i]) for i in idx])
+
+    def _canonical_names(self, t: Any) -> Any:
+        """``t`` with each bound variable named by its binder depth within ``t`` (``c0``,
+        ``c1``...): alpha-equal lambdas become one term."""
+        memo = self._canonical
+        todo: list[tuple[Any, int, bool]] = [(t, 0, False)]
+        while todo:
+            x, depth, expanded = todo.pop()
+            key = (x.get_id(), depth)
+            if key in memo:
+                continue
+            inner = depth + x.num_vars() if z3.is_quantifier(x) else depth
+            kids = _children(x)
+            if not kids:
+                memo[key] = x
+            elif not expanded:
+                todo.append((x, depth, True))
+                todo.extend((k, inner, False) for k in kids
+                            if (k.get_id(), inner) not in memo)
+            else:
+                new = [memo[(k.get_id(), inner)] for k in kids]
+                memo[key] = _renamed(x, new[0], depth) if z3.is_quantifier(x) else \
+                    x if all(a.eq(b) for a, b in zip(new, kids, strict=True)) else _update(x, new)
+        return memo[(t.get_id(), 0)]
 
     def _free_vars(self, t: Any) -> dict[int, Any]:
         """The free de Bruijn indices of ``t`` with their sorts; iterative, memoized."""
@@ -126,6 +155,21 @@ def _children(t: Any) -> list[Any]:
     if z3.is_app(t):
         return t.children()
     return []
+
+
+def _renamed(q: Any, body: Any, depth: int) -> Any:
+    """The quantifier ``q`` over ``body``, its variables named ``c<depth>``... (patterns
+    dropped: they only guide instantiation)."""
+    n = q.num_vars()
+    ctx = q.ctx
+    sorts = (z3.Sort * n)(*[q.var_sort(k).ast for k in range(n)])
+    names = (z3.Symbol * n)(*[z3.to_symbol(f"c{depth + k}", ctx) for k in range(n)])
+    if q.is_lambda():
+        ref = z3.Z3_mk_lambda(ctx.ref(), n, sorts, names, body.as_ast())
+    else:
+        ref = z3.Z3_mk_quantifier(ctx.ref(), q.is_forall(), q.weight(), 0, None, n, sorts,
+                                  names, body.as_ast())
+    return z3.QuantifierRef(ref, ctx)
 
 
 def _update(t: Any, kids: list[Any]) -> Any:
