@@ -204,3 +204,47 @@ def test_msi_inferred_38_frame_is_proved_by_the_incremental_solver() -> None:
     solver.set("rlimit", 20_000_000)
     solver.add(*q.quantified)
     assert interrupt.check(solver) == z3.unsat
+
+
+def _queued(kind: int) -> tuple[z3.ExprRef, z3.ExprRef]:
+    """MSI's ``inferred_30`` at ``PutS in I``, reduced: a count of the queue slots holding
+    kind 6 that name ``i``; the action puts ``kind`` in an empty slot of the same queues, so
+    the goal's set reads another array than the hypothesis's."""
+    i, y, k = (z3.Const(n, NODE) for n in ("i@0", "y@1", "k@2"))
+    types = z3.Array("names_types", NODE, NODE, z3.IntSort())
+    req = z3.Array("names_req", NODE, NODE, NODE)
+    acks = z3.Array("names_acks", NODE, z3.IntSort())
+    b = z3.Const("names_b", NODE)
+
+    def owed(t: z3.ExprRef) -> z3.ExprRef:
+        return CARD(z3.Lambda([y], z3.Exists([k], z3.And(t[k, y] == 6, req[k, y] == i))))
+    after = z3.Store(types, A, b, kind)
+    hypothesis = z3.And(types[A, b] == 0, z3.ForAll([i], acks[i] == owed(types)))
+    return hypothesis, z3.Not(z3.ForAll([i], acks[i] == owed(after)))
+
+
+def _named_with_congruences(hypothesis: z3.ExprRef, goal: z3.ExprRef) -> list[z3.ExprRef]:
+    names = LambdaNames()
+    named_hypothesis, named_goal = names.name(hypothesis), names.name(goal)
+    old = names.sets_in([named_hypothesis])
+    new = [f for key, f in names.sets_in([named_goal]).items() if key not in old]
+    assert len(old) == 1 and len(new) == 1  # the goal's set is another function
+    congruences = names.congruences(new, list(old.values()))
+    assert len(congruences) == 1
+    return [named_hypothesis, named_goal, *names.definitions(), *congruences]
+
+
+def test_a_count_over_a_written_array_is_proved_with_its_congruence() -> None:
+    solver = z3.Solver()
+    solver.set("rlimit", 5_000_000)
+    solver.add(*_named_with_congruences(*_queued(7)))
+    assert interrupt.check(solver) == z3.unsat
+
+
+def test_a_count_the_action_changes_is_not_proved() -> None:
+    """The same action queueing the counted kind: the count grows, and the congruence does
+    not hide it."""
+    solver = z3.Solver()
+    solver.set("rlimit", 5_000_000)
+    solver.add(*_named_with_congruences(*_queued(6)))
+    assert interrupt.check(solver) != z3.unsat

@@ -1227,7 +1227,8 @@ class Obligations:
 def _name_counted_sets(qs: list[Query]) -> None:
     """NOTE(count-set-names): ``Query.named`` for a group: one name per counted set across
     the group, every definition with the hypotheses (an unused one is harmless), so that the
-    queries of an action still share all their assertions but the last."""
+    queries of an action still share all their assertions but the last; the congruences of
+    the goal's sets that the hypotheses do not have go with the goal."""
     from coherence.smt.lambda_names import LambdaNames
     names = LambdaNames()
     shared: dict[int, Any] = {}
@@ -1235,8 +1236,18 @@ def _name_counted_sets(qs: list[Query]) -> None:
     for q in qs:
         rows.append([shared.setdefault(a.get_id(), names.name(a)) for a in q.assertions])
     definitions = names.definitions()
+    hypothesis_sets: dict[tuple[int, ...], dict[int, Any]] = {}
     for q, row in zip(qs, rows, strict=True):
-        q.named = [*row[:-1], *definitions, row[-1]]
+        context = tuple(a.get_id() for a in row[:-1])
+        if context not in hypothesis_sets:
+            hypothesis_sets[context] = names.sets_in(row[:-1])
+        old = hypothesis_sets[context]
+        new = [f for k, f in names.sets_in([row[-1]]).items() if k not in old]
+        goal = row[-1]
+        congruences = names.congruences(new, list(old.values()))
+        if congruences:
+            goal = z3.And(goal, *congruences)
+        q.named = [*row[:-1], *definitions, goal]
 
 
 @owns_z3
