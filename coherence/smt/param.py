@@ -1230,11 +1230,8 @@ def _name_counted_sets(qs: list[Query]) -> None:
     queries of an action still share all their assertions but the last; the congruences of
     the goal's sets that the hypotheses do not have go with the goal."""
     from coherence.smt.lambda_names import LambdaNames
-    names = LambdaNames()
-    shared: dict[int, Any] = {}
-    rows = []
-    for q in qs:
-        rows.append([shared.setdefault(a.get_id(), names.name(a)) for a in q.assertions])
+    names = LambdaNames()  # memoized: a hypothesis shared by the queries is one named term
+    rows = [[names.name(a) for a in q.assertions] for q in qs]
     definitions = names.definitions()
     hypothesis_sets: dict[tuple[int, ...], dict[int, Any]] = {}
     for q, row in zip(qs, rows, strict=True):
