@@ -56,6 +56,11 @@ def add_args(p: argparse.ArgumentParser) -> None:
                    help="do not check this invariant or property (repeatable)")
     p.add_argument("--trace-out", type=output_file, metavar="FILE",
                    help="save the counterexample traces as JSON (for `coherence diagram`)")
+    p.add_argument("--proof-cache", metavar="FILE",
+                   help="with --agents any: record each settled proof obligation in FILE and "
+                        "skip those an earlier run of the same spec and coherence version "
+                        "recorded there, so a proof stopped by --timeout, Ctrl-C or a kill "
+                        "resumes where it stopped (created when missing; only appended to)")
     add_jobs_arg(p)
     add_progress_args(p)  # BMC depth by depth, induction's k + 1 parts, each proof obligation
     p.add_argument("--infer", action="store_true",
@@ -103,6 +108,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {NOTHING_TO_PROVE}", file=sys.stderr)
     if (args.infer or args.write) and not any_n:
         raise SpecError("--infer needs --agents any", NO_SPAN)
+    if args.proof_cache is not None and not any_n:
+        raise SpecError("--proof-cache needs --agents any (it records a proof's obligations)",
+                        NO_SPAN)
     if args.write and not args.infer:
         raise SpecError("--write needs --infer", NO_SPAN)
     if args.over is not None and not (any_n and model.is_hierarchical):
@@ -252,7 +260,7 @@ def _run_param(args: argparse.Namespace, model: Any, shape: Any = None) -> int:
         _header(rep, args, model, f"z3 proof for every number of {what}", shape)
         result = prove_all(model, timeout=args.timeout, rlimit=args.rlimit,
                            progress=_steps(rep), over=None if shape is None else shape.index,
-                           jobs=jobs_of(args))
+                           jobs=jobs_of(args), cache=args.proof_cache)
         rep.finish(result.verdict, result.exit_code)
     _save(args, model, result.failures, "prove --agents any")
     if args.json:

@@ -21,7 +21,8 @@ def run_infer(args: argparse.Namespace, model: Any, header: Callable[..., None])
     from coherence.smt.infer import InferOptions, appended_text, infer
     from coherence.smt.report import param_json, print_param
 
-    opts = InferOptions(timeout=args.timeout, final_rlimit=args.rlimit, jobs=jobs_of(args))
+    opts = InferOptions(timeout=args.timeout, final_rlimit=args.rlimit, jobs=jobs_of(args),
+                        cache=args.proof_cache)
     with reporter(args, "coherence prove") as rep:
         header(rep, args, model, "z3 proof for every number of agents, invariants inferred")
         result = infer(model, opts, progress=lambda s: rep.update(s, force=True),

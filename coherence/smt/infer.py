@@ -50,6 +50,7 @@ class InferOptions:
     # processes (prove --jobs, NOTE(forked-shares)): with 2 or more, a worker filters the
     # candidates while Houdini's instance is encoded, and the final proof is dealt to ``jobs``
     jobs: int = 1
+    cache: str | None = None  # the final proof's (NOTE(proof-cache)); Houdini keeps none
 
 
 @attrs.define
@@ -155,7 +156,7 @@ def _infer(model: ir.Model, options: InferOptions | None,
     say(f"proving the spec with {len(lines)} inferred invariants from scratch")
     proved_model = extend(model, _block(lines)) if lines else model
     proof = prove_all(proved_model, timeout=opts.timeout, rlimit=opts.final_rlimit,
-                      jobs=opts.jobs,
+                      jobs=opts.jobs, cache=opts.cache,
                       progress=lambda d, t, what: say(f"final proof: {what} ({d} of {t})"))
     # NOTE(infer-repair): counterexamples to induction put back what minimisation left out
     chosen = list(h.support)
@@ -177,7 +178,7 @@ def _infer(model: ir.Model, options: InferOptions | None,
         # the lines only grow: what the last proof settled stays proved
         reused = len(proof.settled)
         proof = prove_all(proved_model, timeout=left, rlimit=opts.final_rlimit,
-                          jobs=opts.jobs,
+                          jobs=opts.jobs, cache=opts.cache,
                           progress=lambda d, t, what: say(f"final proof: {what} ({d} of {t})"),
                           reuse=proof.settled)
         repaired.append({"ctis": ctis, "added": len(added), "reused": reused,

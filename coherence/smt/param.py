@@ -51,6 +51,7 @@ from coherence.smt.param_count import (
     scaled_ranges,
     to_int,
 )
+from coherence.smt.proof_cache import CacheError, ProofCache, fingerprint
 from coherence.smt.state import UNDEF_BV, WIDTH, Unsupported, ivar, num
 from coherence.smt.tables import ModelTables
 from coherence.smt.z3_owner import owns_z3
@@ -926,6 +927,7 @@ class ParamResult:
     # NOTE(param-hierarchy): a hierarchical spec's free index type; ``instance`` counts its ids
     over: str | None = None
     jobs: int = 1  # processes that settled the obligations (NOTE(forked-shares))
+    cached: int = 0  # obligations settled by an earlier run (NOTE(proof-cache))
 
     @property
     def unit(self) -> str:
@@ -1055,7 +1057,8 @@ def prove_all(model: ir.Model, timeout: float | None = None,
               refute_depth: int = 10, rlimit: int | None = None,
               progress: Callable[[int, int, str], None] | None = None,
               over: str | None = None,
-              reuse: Collection[tuple[str, int, int]] = (), jobs: int = 1) -> ParamResult:
+              reuse: Collection[tuple[str, int, int]] = (), jobs: int = 1,
+              cache: str | None = None) -> ParamResult:
     """Prove every invariant for every number of agents, or refute at a concrete size.
 
     ``timeout`` caps the whole run in seconds. ``rlimit`` bounds each Z3 check by Z3's
@@ -1069,6 +1072,8 @@ def prove_all(model: ir.Model, timeout: float | None = None,
     its invariants (``--infer``'s repair rounds, which only add lines): skipped, as more
     hypotheses keep an obligation proved. Keys of any other spec make an unsound proof.
     ``jobs``: processes that settle the obligations (NOTE(forked-shares); Linux only).
+    ``cache``: a file of settled obligations (NOTE(proof-cache)): those recorded there by an
+    earlier run of this spec and this code are skipped, and each one settled is appended.
     """
     shape = None
     if model.is_hierarchical:
@@ -1088,10 +1093,18 @@ def prove_all(model: ir.Model, timeout: float | None = None,
         else:
             from coherence.smt.param_hier import check_index_free
             check_index_free(model, shape)
+        kept = None
+        if cache is not None:
+            try:
+                kept = ProofCache(cache, fingerprint(model, shape))
+            except CacheError as e:
+                raise SpecError(str(e), NO_SPAN) from None
+            notes.extend(f"{cache}:{n}: not a proof-cache record (ignored)"
+                         for n in kept.skipped)
         with interrupt.noting_sigint():  # NOTE(prove-interrupt)
             try:
                 result = _prove(model, budget, refute_depth, notes, progress, shape,
-                                frozenset(reuse), jobs)
+                                frozenset(reuse), jobs, kept)
             except (interrupt.Interrupted, z3.Z3Exception) as e:
                 if not interrupt.stopped(e):
                     raise
@@ -1375,11 +1388,13 @@ class Outcome:
     kind: str  # settled | cti | unknown | interrupted (NOTE(prove-interrupt))
     message: str = ""  # a cti's or an unknown's line
     cti: Any = None  # induction.Cti, concrete and replayed, where one was found
+    cached: bool = False  # settled by an earlier run (NOTE(proof-cache))
 
 
 def _share(model: ir.Model, ob: Obligations, groups: Iterable[int], budget: Budget,
            reuse: frozenset[tuple[str, int, int]], share: int, tally: Any,
-           progress: Callable[[int, int, str], None] | None) -> list[Outcome]:
+           progress: Callable[[int, int, str], None] | None,
+           cache: ProofCache | None = None) -> list[Outcome]:
     """Settle the queries of ``groups`` (increasing), in order; after a query of a property
     fails, that property's later queries are skipped (one counterexample per property is
     enough). A list is built first (the total is known); any other iterable (``Claims``)
@@ -1411,11 +1426,15 @@ def _share(model: ir.Model, ob: Obligations, groups: Iterable[int], budget: Budg
         if q.key in reuse:
             out.append(Outcome(at, q.goal, q.key, "settled"))
             continue
+        if cache is not None and cache.has(q.goal, q.what, q.key):
+            out.append(Outcome(at, q.goal, q.key, "settled", cached=True))
+            continue
         if budget.expired():
             out.append(Outcome(at, q.goal, q.key, "unknown",
                                f"--timeout {budget.timeout:g} s reached"))
             status[q.goal] = "unknown"
             continue
+        began = time.perf_counter()
         try:
             settled = _settled(model, q, ob, shared, shared_context, grounded, budget)
         except (interrupt.Interrupted, z3.Z3Exception) as e:
@@ -1427,6 +1446,8 @@ def _share(model: ir.Model, ob: Obligations, groups: Iterable[int], budget: Budg
         shared, shared_context, grounded, (answer, cti, why) = settled
         if answer == z3.unsat:
             out.append(Outcome(at, q.goal, q.key, "settled"))
+            if cache is not None:
+                cache.add(q.goal, q.what, q.key, time.perf_counter() - began, model.file)
             continue
         where = ("the initial state" if q.what == "init"
                  else f"{q.what} (for some number of {_units(ob.shape)})")
@@ -1462,7 +1483,7 @@ def _settled(model: ir.Model, q: Query, ob: Obligations, shared: Any,
 def _prove(model: ir.Model, budget: Budget, refute_depth: int, notes: list[str],
            progress: Callable[[int, int, str], None] | None = None,
            shape: Any = None, reuse: frozenset[tuple[str, int, int]] = frozenset(),
-           jobs: int = 1) -> ParamResult:
+           jobs: int = 1, cache: ProofCache | None = None) -> ParamResult:
     # NOTE(forked-shares): with ``jobs`` > 1, that many processes, forked once what every
     # action's queries share is built; each builds and settles the actions it takes. The
     # outcomes are then read in query order, so the verdict, the lines and the settled keys
@@ -1481,13 +1502,14 @@ def _prove(model: ir.Model, budget: Budget, refute_depth: int, notes: list[str],
     def deal(k: int) -> Iterable[int]:
         return claims.of(k) if claims is not None else list(range(k, ob.groups, count))
     shares = Shares(count, lambda k: _share(model, ob, deal(k), budget, reuse, k, tally,
-                                            progress if k == 0 else None))
+                                            progress if k == 0 else None, cache))
     results = shares.results(stop=lambda mine: any(o.kind == "interrupted" for o in mine))
     outcomes = sorted((o for share in results for o in share), key=lambda o: o.at)
     notes += [f"a worker's share was settled again in the main process ({why})"
               for why in shares.failures]
     result = _read(outcomes, model, refute_depth, budget, notes, progress, shape, tally)
     result.jobs = count if shares.fork else 1
+    result.cached = sum(o.cached for o in outcomes)
     return result
 
 

@@ -141,6 +141,9 @@ def print_param(model: Model, result: Any) -> None:
     text = {"holds": f"PROVED for every number of {result.unit}",
             "fails": "FAILS", "unknown": f"UNKNOWN: {result.reason}"}[result.verdict]
     out.print(f"verdict: [bold {colour}]{text}[/]")
+    if result.cached:
+        out.print(f"{result.cached} proof obligation(s) settled by earlier runs "
+                  "(--proof-cache)", markup=False)
     out.print(f"{result.seconds:.2f} s")
 
 
@@ -152,6 +155,6 @@ def param_json(model: Model, result: Any) -> dict[str, Any]:
             "counterexamples_to_induction": result.ctis,
             "cti_states": [{"summary": c.summary, "groups": c.groups, "pre_state": c.pre,
                             "step": c.step.to_json()} for c in result.cti_details],
-            "notes": result.notes, "jobs": result.jobs,
+            "notes": result.notes, "jobs": result.jobs, "cached": result.cached,
             "seconds": round(result.seconds, 4), "failures": failures_json(result.failures),
             "generated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
