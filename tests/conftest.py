@@ -13,8 +13,11 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
+import xdist_recovery
 
 from coherence.smt.z3_owner import owning_z3
 
@@ -37,9 +40,38 @@ def _z3_owned() -> Iterator[None]:
         yield
 
 
+_faults: Any = None  # this worker's faulthandler file, kept open (xdist_recovery)
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's faulthandler plugin enables its own
 def pytest_configure(config: pytest.Config) -> None:
-    global _is_worker
+    global _is_worker, _faults
     _is_worker = hasattr(config, "workerinput")
+    if _is_worker:
+        root = config.workerinput.get("coherence_faults")  # type: ignore[attr-defined]
+        if root:
+            _faults = xdist_recovery.worker_faults(
+                config.workerinput["workerid"], Path(root))  # type: ignore[attr-defined]
+    else:
+        xdist_recovery.install()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    node.workerinput["coherence_faults"] = str(xdist_recovery.FAULTS)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """A worker that died: print what its faulthandler wrote (a segfault's Python stack)."""
+    if not error:
+        return
+    text = xdist_recovery.report_dead_worker(node.gateway.id, xdist_recovery.FAULTS)
+    reporter = node.config.pluginmanager.get_plugin("terminalreporter")
+    if text and reporter is not None:
+        reporter.write_sep("-", f"worker {node.gateway.id} died: its faulthandler wrote")
+        for line in text.splitlines():
+            reporter.write_line(line)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
