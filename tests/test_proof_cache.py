@@ -1,5 +1,6 @@
-"""NOTE(proof-cache): a proof for every N records the obligations it settled, and a later run
-of the same spec and code skips them; a record never settles another spec's obligation."""
+"""NOTE(proof-cache): a proof for every N records the formulas of the obligations it settled,
+and a later run skips each obligation whose formula is recorded; a mutant gets only the
+records of the formulas it shares with its spec."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from pathlib import Path
 import pytest
 from helpers import AUX, MUTEX, PROOF_RLIMIT, ROOT
 
-from coherence.smt import forked
+from coherence.smt import forked, param
+from coherence.smt.formula_digest import digest
 from coherence.smt.param import obligations, prove_all
-from coherence.smt.proof_cache import ProofCache, fingerprint
+from coherence.smt.proof_cache import ProofCache
 from coherence.spec.load import load_spec_text
 
 PROVED = MUTEX + AUX  # holds for every N with its two aux invariants
@@ -43,25 +45,47 @@ def test_a_second_run_takes_every_obligation_from_the_first(tmp_path: Path) -> N
     assert len(_records(cache)) == len(records)  # nothing recorded twice
 
 
-def test_records_of_the_spec_never_settle_a_mutant(tmp_path: Path) -> None:
-    """The mutant's obligations have the names of the spec's; its IR differs, so no key
-    matches and it fails as it does without a cache."""
+def _digests(model) -> set[str]:  # type: ignore[no-untyped-def]
+    return {digest(*q.assertions) for q in obligations(model)[2]}
+
+
+def test_records_of_the_spec_settle_only_the_mutants_identical_obligations(
+        tmp_path: Path) -> None:
+    """A mutant shares the formulas of the actions its mutation leaves alone; those, and only
+    those, come from the spec's records, and it fails as it does without a cache."""
     cache = tmp_path / "proof.cache"
     assert prove_all(_model(tmp_path), rlimit=PROOF_RLIMIT, cache=str(cache)).verdict == "holds"
     mutant = PROVED.replace("in Free when C[a].state == W {", "in Free {")
     assert mutant != PROVED
+    alone = prove_all(_model(tmp_path, mutant, "alone.coh"), rlimit=PROOF_RLIMIT)
     result = prove_all(_model(tmp_path, mutant), rlimit=PROOF_RLIMIT, cache=str(cache))
-    assert result.cached == 0
-    assert result.verdict != "holds"
+    assert alone.verdict == result.verdict == "fails"
+    assert [f.name for f in alone.failures] == [f.name for f in result.failures]
+    assert alone.ctis == result.ctis
+    shared = _digests(_model(tmp_path, mutant)) & _digests(_model(tmp_path))
+    mutated = {digest(*q.assertions) for q in obligations(_model(tmp_path, mutant))[2]
+               if "Take" in q.what}
+    assert mutated and not mutated & shared  # the mutated rule's formulas are all new
+    assert 0 < result.cached <= len(shared)
 
 
-def test_the_fingerprint_follows_the_ir_not_the_comments(tmp_path: Path) -> None:
-    base = fingerprint(_model(tmp_path))
-    commented = PROVED.replace("event Acquire;", "// acquire the lock\nevent Acquire;")
-    assert fingerprint(_model(tmp_path, commented)) == base
-    four = PROVED.replace("param agents = 3;", "param agents = 4;")
-    assert fingerprint(_model(tmp_path, four)) != base
-    assert fingerprint(_model(tmp_path, MUTEX)) != base  # without the aux lines
+def test_a_change_of_tries_keeps_the_records(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The key is the formula, not the code: other budgets for the tries find every record."""
+    cache = tmp_path / "proof.cache"
+    first = prove_all(_model(tmp_path), rlimit=PROOF_RLIMIT, cache=str(cache))
+    monkeypatch.setattr(param, "FRESH_FIRST_WALL_SECONDS", 7.0)
+    monkeypatch.setattr(param, "QUICK_WALL_SECONDS", 3.0)
+    again = prove_all(_model(tmp_path), rlimit=PROOF_RLIMIT, cache=str(cache))
+    assert again.cached == len(first.settled)
+
+
+def test_records_of_an_earlier_format_are_counted_not_used(tmp_path: Path) -> None:
+    cache = tmp_path / "proof.cache"
+    cache.write_text(json.dumps({"v": 1, "key": "ab" * 32, "goal": "g", "what": "init"}) + "\n")
+    result = prove_all(_model(tmp_path), rlimit=PROOF_RLIMIT, cache=str(cache))
+    assert result.verdict == "holds" and result.cached == 0
+    assert f"{cache}: 1 record(s) of a format other than 2 (ignored)" in result.notes
 
 
 def test_a_line_torn_by_a_kill_is_ended_and_reported(tmp_path: Path) -> None:
@@ -91,13 +115,15 @@ def _records_skipping(path: Path) -> list[dict]:
 def test_a_record_written_by_another_run_is_seen_while_this_one_runs(tmp_path: Path) -> None:
     cache = tmp_path / "proof.cache"
     model = _model(tmp_path)
-    reader = ProofCache(str(cache), fingerprint(model))
-    writer = ProofCache(str(cache), fingerprint(model))
-    ident = ("invariant:mutex", 0, -1)
-    assert not reader.has("invariant:mutex", "action X", ident)
-    writer.add("invariant:mutex", "action X", ident, 0.5, model.file)
-    assert reader.has("invariant:mutex", "action X", ident)
-    assert not reader.has("invariant:mutex", "action Y", ident)
+    reader = ProofCache(str(cache))
+    writer = ProofCache(str(cache))
+    queries = obligations(model)[2]
+    key = reader.key(queries[-1].assertions)
+    assert writer.key(queries[-1].assertions) == key
+    assert not reader.has(key)
+    writer.add(key, queries[-1].goal, queries[-1].what, 0.5, model.file)
+    assert reader.has(key)
+    assert not reader.has(reader.key(queries[0].assertions))
 
 
 @pytest.mark.skipif(not forked.can_fork(), reason="fork is used on Linux only")

@@ -58,9 +58,10 @@ def add_args(p: argparse.ArgumentParser) -> None:
                    help="save the counterexample traces as JSON (for `coherence diagram`)")
     p.add_argument("--proof-cache", metavar="FILE",
                    help="with --agents any: record each settled proof obligation in FILE and "
-                        "skip those an earlier run of the same spec and coherence version "
-                        "recorded there, so a proof stopped by --timeout, Ctrl-C or a kill "
-                        "resumes where it stopped (created when missing; only appended to)")
+                        "skip each whose formula an earlier run recorded there, so a proof "
+                        "stopped by --timeout, Ctrl-C or a kill resumes where it stopped, and "
+                        "runs on several machines add up (created when missing; only "
+                        "appended to)")
     add_jobs_arg(p)
     add_progress_args(p)  # BMC depth by depth, induction's k + 1 parts, each proof obligation
     p.add_argument("--infer", action="store_true",

@@ -51,7 +51,7 @@ from coherence.smt.param_count import (
     scaled_ranges,
     to_int,
 )
-from coherence.smt.proof_cache import CacheError, ProofCache, fingerprint
+from coherence.smt.proof_cache import FORMAT, CacheError, ProofCache
 from coherence.smt.state import UNDEF_BV, WIDTH, Unsupported, ivar, num
 from coherence.smt.tables import ModelTables
 from coherence.smt.z3_owner import owns_z3
@@ -1072,8 +1072,8 @@ def prove_all(model: ir.Model, timeout: float | None = None,
     its invariants (``--infer``'s repair rounds, which only add lines): skipped, as more
     hypotheses keep an obligation proved. Keys of any other spec make an unsound proof.
     ``jobs``: processes that settle the obligations (NOTE(forked-shares); Linux only).
-    ``cache``: a file of settled obligations (NOTE(proof-cache)): those recorded there by an
-    earlier run of this spec and this code are skipped, and each one settled is appended.
+    ``cache``: a file of settled obligations (NOTE(proof-cache)): those whose formula is
+    recorded there by an earlier run are skipped, and each one settled is appended.
     """
     shape = None
     if model.is_hierarchical:
@@ -1096,11 +1096,14 @@ def prove_all(model: ir.Model, timeout: float | None = None,
         kept = None
         if cache is not None:
             try:
-                kept = ProofCache(cache, fingerprint(model, shape))
+                kept = ProofCache(cache)
             except CacheError as e:
                 raise SpecError(str(e), NO_SPAN) from None
             notes.extend(f"{cache}:{n}: not a proof-cache record (ignored)"
                          for n in kept.skipped)
+            if kept.other_format:
+                notes.append(f"{cache}: {kept.other_format} record(s) of a format other than "
+                             f"{FORMAT} (ignored)")
         with interrupt.noting_sigint():  # NOTE(prove-interrupt)
             try:
                 result = _prove(model, budget, refute_depth, notes, progress, shape,
@@ -1426,7 +1429,8 @@ def _share(model: ir.Model, ob: Obligations, groups: Iterable[int], budget: Budg
         if q.key in reuse:
             out.append(Outcome(at, q.goal, q.key, "settled"))
             continue
-        if cache is not None and cache.has(q.goal, q.what, q.key):
+        digest = cache.key(q.assertions) if cache is not None else ""
+        if cache is not None and cache.has(digest):
             out.append(Outcome(at, q.goal, q.key, "settled", cached=True))
             continue
         if budget.expired():
@@ -1447,7 +1451,7 @@ def _share(model: ir.Model, ob: Obligations, groups: Iterable[int], budget: Budg
         if answer == z3.unsat:
             out.append(Outcome(at, q.goal, q.key, "settled"))
             if cache is not None:
-                cache.add(q.goal, q.what, q.key, time.perf_counter() - began, model.file)
+                cache.add(digest, q.goal, q.what, time.perf_counter() - began, model.file)
             continue
         where = ("the initial state" if q.what == "init"
                  else f"{q.what} (for some number of {_units(ob.shape)})")

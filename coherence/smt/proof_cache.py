@@ -2,15 +2,12 @@
 that a proof stopped by ``--timeout``, Ctrl-C or a kill resumes where it stopped, and runs on
 several machines add up to one proof (MSI's inferred proof takes hours in one process).
 
-A record says "this obligation is unsat". Its key is a SHA-256 of what fixes the
-obligation's formula: the IR of the spec as proved (aux lines, ``--param`` and ``--skip``
-applied; its ``repr``, which leaves out source positions, so an edited comment keeps the
-records), the hierarchical shape, every source file of the ``coherence`` package (any edit
-of the tool starts afresh), Z3's version, and the obligation's name (property, action, the
-action that errs after it). A record of any other spec, code or Z3
-never matches, so one file can serve many specs. The key is not a hash of the SMT text: Z3
-numbers its fresh names and let-bindings in the order terms were made, which differs
-between processes, so the same obligation prints differently (measured on MSI).
+A record says "this formula is unsat". Its key is the obligation's formula digest
+(NOTE(formula-digest)): the same in every process that builds the same formula, up to the
+names of fresh symbols. So a record is found again by a run on another machine, by a later
+version of the tool that encodes the obligation the same way (a change to the order of the
+tries or their budgets keeps the records), and by another spec whose obligation is the very
+same formula; a mutant's obligation is another formula and matches nothing.
 
 The file is only ever appended to, one JSON object per line, each written whole by one
 ``write`` (so forked workers and concurrent runs can share it); a line that does not parse
@@ -19,40 +16,16 @@ The file is only ever appended to, one JSON object per line, each written whole 
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import json
 import os
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import z3
 
-FORMAT = 1
+from coherence.smt.formula_digest import Digest
 
-
-@functools.cache
-def code_digest() -> str:
-    """SHA-256 of every ``.py`` file of the installed ``coherence`` package (path and bytes)."""
-    root = Path(__file__).resolve().parents[1]
-    h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        h.update(path.relative_to(root).as_posix().encode())
-        h.update(b"\0")
-        h.update(path.read_bytes())
-        h.update(b"\0")
-    return h.hexdigest()
-
-
-def fingerprint(model: Any, shape: Any = None) -> str:
-    """What every obligation of ``model``'s proof (for every size of ``shape``'s index, for a
-    hierarchical spec) depends on besides its own name."""
-    h = hashlib.sha256()
-    for part in (f"coherence-proof-cache {FORMAT}", code_digest(), z3.get_version_string(),
-                 repr(model), repr(shape)):
-        h.update(part.encode())
-        h.update(b"\0")
-    return h.hexdigest()
+FORMAT = 2
 
 
 class CacheError(Exception):
@@ -64,15 +37,18 @@ class ProofCache:
     read again from where it stopped whenever a key is missing from it, so a run sees what
     a concurrent run (or its own forked workers) settled since."""
 
-    def __init__(self, path: str, fingerprint: str) -> None:
+    def __init__(self, path: str) -> None:
         self.path = path
-        self.fingerprint = fingerprint
         self.known: set[str] = set()
         self.skipped: list[int] = []  # numbers of the lines that are not records
+        self.other_format = 0  # records of an earlier format
         self._offset = 0
         self._lines = 0
         self._out: Any = None
         self._pid = -1
+        self._context: tuple[int, ...] = ()
+        self._state: Digest | None = None
+        self._held: list[Any] = []
         if os.path.isdir(path):
             raise CacheError(f"{path}: is a directory, not a proof-cache file")
         try:
@@ -86,31 +62,35 @@ class ProofCache:
             raise CacheError(f"{path}: cannot write the proof cache ({e.strerror})") from e
         self._read()
 
-    def key(self, goal: str, what: str, ident: tuple[str, int, int]) -> str:
-        text = json.dumps([self.fingerprint, goal, what, list(ident)])
-        return hashlib.sha256(text.encode()).hexdigest()
+    def key(self, assertions: Sequence[Any]) -> str:
+        """The digest of the conjunction of ``assertions``; the hypotheses (all but the
+        last) are read once for the queries of an action that share them."""
+        context = tuple(a.get_id() for a in assertions[:-1])
+        if self._state is None or context != self._context:
+            # the terms are held, so that no other term can take their ids while they key
+            self._held = list(assertions[:-1])
+            self._context, self._state = context, Digest().add(*self._held)
+        return self._state.extended(assertions[-1])
 
-    def has(self, goal: str, what: str, ident: tuple[str, int, int]) -> bool:
-        k = self.key(goal, what, ident)
-        if k in self.known:
+    def has(self, key: str) -> bool:
+        if key in self.known:
             return True
         self._read()
-        return k in self.known
+        return key in self.known
 
-    def add(self, goal: str, what: str, ident: tuple[str, int, int], seconds: float,
-            spec: str) -> None:
-        """Record the obligation as unsat (one line, flushed: a kill loses at most it)."""
-        k = self.key(goal, what, ident)
-        if k in self.known:
+    def add(self, key: str, goal: str, what: str, seconds: float, spec: str) -> None:
+        """Record the formula of ``key`` as unsat (one line, flushed: a kill loses at most
+        it); ``goal``, ``what`` and ``spec`` say which obligation it was, for people."""
+        if key in self.known:
             return
-        line = json.dumps({"v": FORMAT, "key": k, "spec": spec, "goal": goal, "what": what,
-                           "seconds": round(seconds, 3)}) + "\n"
+        line = json.dumps({"v": FORMAT, "key": key, "spec": spec, "goal": goal, "what": what,
+                           "seconds": round(seconds, 3), "z3": z3.get_version_string()}) + "\n"
         if self._out is None or self._pid != os.getpid():  # a forked worker opens its own
             self._out = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
             self._pid = os.getpid()
         self._out.write(line)
         self._out.flush()
-        self.known.add(k)
+        self.known.add(key)
 
     def _read(self) -> None:
         """Take the complete lines written since the last read."""
@@ -125,12 +105,13 @@ class ProofCache:
             self._lines += 1
             try:
                 record = json.loads(raw)
-                ok = (isinstance(record, dict) and record.get("v") == FORMAT
-                      and isinstance(record.get("key"), str))
+                ok = isinstance(record, dict) and isinstance(record.get("key"), str)
             except ValueError:
                 ok = False
-            if ok:
+            if ok and record.get("v") == FORMAT:
                 self.known.add(record["key"])
+            elif ok:
+                self.other_format += 1  # keys of another scheme: they match nothing here
             elif raw.strip():
                 self.skipped.append(self._lines)
         self._offset += end
