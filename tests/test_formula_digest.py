@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import z3
 from helpers import ROOT, SPECS
@@ -75,6 +76,19 @@ def test_fresh_names_are_renamed_by_the_order_they_are_met() -> None:
     assert digest(z3.Int("s") > 0) != digest(z3.FreshInt("s") > 0)  # kept apart from names
 
 
+def test_a_fresh_binder_is_read_without_its_number() -> None:
+    """A multicast binds a ``FreshConst``: its number follows how many were made before (MSI's
+    `GetM in S` digested differently in two processes before this)."""
+    def built(skip: int) -> str:
+        for _ in range(skip):
+            z3.FreshInt("a")
+        a = z3.FreshInt("a")
+        return digest(z3.Exists([a], z3.And(a > X, F(a) == Y)))
+    assert built(0) == built(20)
+    b = z3.FreshInt("a")
+    assert built(0) != digest(z3.Exists([b], z3.And(b > Y, F(b) == Y)))  # the body counts
+
+
 def test_values_sorts_and_binders_count() -> None:
     assert digest(X > 1) != digest(X > 2)
     assert digest(z3.BitVecVal(1, 8) == z3.BitVecVal(1, 8)) != \
@@ -90,24 +104,39 @@ from coherence.spec.select import drop_properties
 from coherence.smt.param import Obligations
 from coherence.smt.formula_digest import digest
 for _ in range(int(sys.argv[2])):
-    z3.FreshInt("s")  # a process that made other terms first
-ob = Obligations(drop_properties(load_spec(sys.argv[1]), ["coherent"]))
-groups = [int(g) for g in sys.argv[3].split(",")]
+    z3.FreshInt("mc_y")  # a process that made other terms first
+model = load_spec(sys.argv[1])
+if any(p.name == "coherent" for p in model.properties):
+    model = drop_properties(model, ["coherent"])
+ob = Obligations(model)
+groups = [int(g) for g in sys.argv[3].split(",")] if sys.argv[3] != "all" else range(ob.groups)
+if sys.argv[4] == "reversed":
+    groups = list(groups)[::-1]
 out = {g: [digest(*q.assertions) for q in ob.group(g)] for g in groups}
 print(json.dumps({str(g): out[g] for g in sorted(out)}))
 """
 
 
+def _digests_in_a_process(spec: str, seed: str, skip: int, groups: str,
+                          order: str) -> dict[str, list[str]]:
+    env = {**os.environ, "PYTHONHASHSEED": seed}
+    out = subprocess.run([sys.executable, "-c", PROBE, spec, str(skip), groups, order],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+                         check=True)
+    return json.loads(out.stdout)
+
+
 def test_the_same_obligations_get_the_same_digests_in_other_processes() -> None:
-    """German's obligations built in two processes with other hash seeds, other groups built
-    first and other fresh counters: the same digests (Z3's own printing differs there)."""
-    def run(seed: str, skip: int, groups: str) -> dict[str, list[str]]:
-        env = {**os.environ, "PYTHONHASHSEED": seed}
-        out = subprocess.run([sys.executable, "-c", PROBE, str(SPECS / "german.coh"), str(skip),
-                              groups], cwd=ROOT, env=env, capture_output=True, text=True,
-                             timeout=300, check=True)
-        return json.loads(out.stdout)
-    a = run("1", 0, "0,3,7")
-    b = run("2", 5, "7,5,3,0")
+    """Obligations built in two processes with other hash seeds, other groups built first and
+    other fresh counters get the same digests (Z3's own printing differs there): German's, and
+    every one of a spec whose multicast binds a fresh variable (`for a: agent { ... }`)."""
+    german = str(SPECS / "german.coh")
+    a = _digests_in_a_process(german, "1", 0, "0,3,7", "given")
+    b = _digests_in_a_process(german, "2", 5, "7,5,3,0", "given")
     assert {g: b[g] for g in a} == a
     assert len({d for ds in a.values() for d in ds}) == sum(len(ds) for ds in a.values())
+    multicast = str(ROOT / "tests" / "specs" / "infer" / "join_then_go.coh")
+    assert "for a: agent" in Path(multicast).read_text()
+    forward = _digests_in_a_process(multicast, "1", 0, "all", "given")
+    backward = _digests_in_a_process(multicast, "3", 9, "all", "reversed")
+    assert forward == backward

@@ -85,7 +85,7 @@ def test_records_of_an_earlier_format_are_counted_not_used(tmp_path: Path) -> No
     cache.write_text(json.dumps({"v": 1, "key": "ab" * 32, "goal": "g", "what": "init"}) + "\n")
     result = prove_all(_model(tmp_path), rlimit=PROOF_RLIMIT, cache=str(cache))
     assert result.verdict == "holds" and result.cached == 0
-    assert f"{cache}: 1 record(s) of a format other than 2 (ignored)" in result.notes
+    assert f"{cache}: 1 record(s) of a format other than 3 (ignored)" in result.notes
 
 
 def test_a_line_torn_by_a_kill_is_ended_and_reported(tmp_path: Path) -> None:

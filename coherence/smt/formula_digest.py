@@ -10,8 +10,9 @@ the assertions in their order:
 - an application: its declaration's kind, name, parameters, domain and range, then its
   arguments (by their place in that order); an interpreted constant (a numeral, ``true``)
   also by its value;
-- a quantifier or lambda: its kind, its bound variables' names and sorts, its body (patterns
-  and weights change no model, and are left out); a bound variable: its de Bruijn index;
+- a quantifier or lambda: its kind, its bound variables' names (a fresh one without its
+  number) and sorts, its body (patterns and weights change no model, and are left out); a
+  bound variable: its de Bruijn index;
 - a fresh name (``prefix!N``, made by ``FreshConst``/``FreshFunction``) is renamed by the order
   it is first met in: a one-to-one renaming of uninterpreted symbols, which keeps the
   formula's satisfiability. Every other name is kept as it is, under another prefix, so no
@@ -39,7 +40,7 @@ class Digest:
         self.index: dict[int, int] = {}  # Z3 ast id -> its place in the order
         self.fresh: dict[str, str] = {}  # a fresh name -> its canonical name
         self.roots: list[int] = []
-        self.hash = hashlib.sha256(b"coherence-formula-digest 1\n")
+        self.hash = hashlib.sha256(b"coherence-formula-digest 2\n")
         self._sorts: dict[int, str] = {}
         self._decls: dict[int, str] = {}
 
@@ -117,7 +118,7 @@ class Digest:
                     stack.append((body, False))
                     continue
                 kind = "lambda" if e.is_lambda() else ("forall" if e.is_forall() else "exists")
-                bound = ",".join(f"{e.var_name(i)}:{self._sort(e.var_sort(i))}"
+                bound = ",".join(f"{_bound(e.var_name(i))}:{self._sort(e.var_sort(i))}"
                                  for i in range(e.num_vars()))
                 line = f"Q|{kind}|{bound}|{index[body.get_id()]}"
             elif z3.is_var(e):
@@ -141,6 +142,14 @@ class Digest:
             self.hash.update(line.encode())
             self.hash.update(b"\n")
         return index[root.get_id()]
+
+
+def _bound(name: str) -> str:
+    """A bound variable's name, its fresh number dropped (``a!26`` -> ``a!``): a bound name
+    changes no model, and ``FreshConst`` binders (a multicast's) are numbered by how many were
+    made before, which made MSI's `GetM in S` digest differently in two processes."""
+    m = FRESH.match(name)
+    return name if m is None else f"{m.group(1)}!"
 
 
 def digest(*formulas: Any) -> str:

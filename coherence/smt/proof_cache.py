@@ -25,7 +25,9 @@ import z3
 
 from coherence.smt.formula_digest import Digest
 
-FORMAT = 2
+# 3: the digest reads a fresh binder without its number (format 2's records of formulas with
+# one, a multicast's, were keyed by how many fresh names the process had made)
+FORMAT = 3
 
 
 class CacheError(Exception):
