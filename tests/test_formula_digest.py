@@ -89,6 +89,18 @@ def test_a_fresh_binder_is_read_without_its_number() -> None:
     assert built(0) != digest(z3.Exists([b], z3.And(b > Y, F(b) == Y)))  # the body counts
 
 
+def test_a_datatype_is_read_with_its_members() -> None:
+    """Two processes (here two contexts) may declare one enumeration name with other members;
+    `x == a || x == b` is valid in one only."""
+    def either(members: list[str]) -> str:
+        ctx = z3.Context()
+        sort, values = z3.EnumSort("St", members, ctx=ctx)
+        x = z3.Const("x", sort)
+        return digest(z3.Not(z3.Or(x == values[0], x == values[1])))
+    assert either(["a", "b"]) == either(["a", "b"])
+    assert either(["a", "b"]) != either(["a", "b", "c"])
+
+
 def test_values_sorts_and_binders_count() -> None:
     assert digest(X > 1) != digest(X > 2)
     assert digest(z3.BitVecVal(1, 8) == z3.BitVecVal(1, 8)) != \

@@ -7,6 +7,8 @@ name (``s!12``) by how many were made before, both of which follow the order in 
 process made its terms (the same MSI obligation printed differently in two processes). The
 digest reads the formula as a DAG instead, each distinct node once, in depth-first order from
 the assertions in their order:
+- a sort by its name; a datatype's (an enumeration's too) also by its constructors and their
+  fields' sorts, as another process may declare the same name with other members;
 - an application: its declaration's kind, name, parameters, domain and range, then its
   arguments (by their place in that order); an interpreted constant (a numeral, ``true``)
   also by its value;
@@ -72,7 +74,7 @@ class Digest:
         k = s.get_id()
         text = self._sorts.get(k)
         if text is None:
-            text = self._sorts[k] = s.sexpr()
+            text = self._sorts[k] = _sort_text(s)
         return text
 
     def _name(self, name: str) -> str:
@@ -142,6 +144,19 @@ class Digest:
             self.hash.update(line.encode())
             self.hash.update(b"\n")
         return index[root.get_id()]
+
+
+def _sort_text(s: Any) -> str:
+    """A sort, a datatype with its constructors and their fields: two processes (two specs)
+    may declare one name with other members, and `x == a || x == b` is valid for one only."""
+    if s.kind() != z3.Z3_DATATYPE_SORT:
+        return s.sexpr()
+    ctors = []
+    for i in range(s.num_constructors()):
+        c = s.constructor(i)
+        fields = ",".join(c.domain(j).sexpr() for j in range(c.arity()))  # by name: no loop
+        ctors.append(f"{c.name()}({fields})")
+    return f"{s.sexpr()}{{{'|'.join(ctors)}}}"
 
 
 def _bound(name: str) -> str:
