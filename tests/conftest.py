@@ -62,6 +62,17 @@ def pytest_configure_node(node: Any) -> None:
 
 
 @pytest.hookimpl(optionalhook=True)
+def pytest_handlecrashitem(crashitem: str, report: Any, sched: Any) -> None:
+    xdist_recovery.rerun_crash(crashitem, report, sched)
+
+
+def pytest_report_teststatus(report: pytest.TestReport) -> Any:
+    if report.outcome == "rerun":  # a crashed test run again (xdist_recovery.rerun_crash)
+        return "rerun", "R", ("RERUN", {"yellow": True})
+    return None
+
+
+@pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: Any) -> None:
     """A worker that died: print what its faulthandler wrote (a segfault's Python stack)."""
     if not error:

@@ -22,7 +22,10 @@ def test_before(i):
 
 def test_crash():
     time.sleep(0.3)
-    os.kill(os.getpid(), signal.SIGSEGV)
+    mark = os.path.join(os.path.dirname(__file__), "crashed-once")
+    if {always} or not os.path.exists(mark):
+        open(mark, "w").close()
+        os.kill(os.getpid(), signal.SIGSEGV)
 
 @pytest.mark.parametrize("i", range(6))
 def test_after(i):
@@ -46,14 +49,23 @@ def pytest_configure(config):
 def pytest_configure_node(node):
     node.workerinput["faults"] = {faults!r}
 
+def pytest_handlecrashitem(crashitem, report, sched):
+    if {patched}:
+        xdist_recovery.rerun_crash(crashitem, report, sched)
+
+def pytest_report_teststatus(report):
+    if report.outcome == "rerun":
+        return "rerun", "R", "RERUN"
+
 def pytest_testnodedown(node, error):
     if error:
         print("DUMP:" + xdist_recovery.report_dead_worker(node.gateway.id, Path({faults!r})))
 """
 
 
-def _run(tmp_path: Path, patched: bool, timeout: float) -> subprocess.CompletedProcess[str]:
-    (tmp_path / "test_crash.py").write_text(CRASH)
+def _run(tmp_path: Path, patched: bool, timeout: float,
+         always: bool = True) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "test_crash.py").write_text(CRASH.replace("{always}", str(always)))
     (tmp_path / "conftest.py").write_text(
         CONFTEST.format(patched=patched, faults=str(tmp_path / "faults")))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"),
@@ -67,12 +79,20 @@ def _run(tmp_path: Path, patched: bool, timeout: float) -> subprocess.CompletedP
 def test_a_dead_worker_fails_its_test_and_the_run_ends(tmp_path: Path) -> None:
     pytest.importorskip("xdist")
     run = _run(tmp_path, patched=True, timeout=120)
-    assert "1 failed, 12 passed" in run.stdout, run.stdout[-3000:]
+    assert "1 failed, 12 passed, 1 rerun" in run.stdout, run.stdout[-3000:]
+    assert run.returncode == 1
     assert "worker 'gw" in run.stdout and "crashed while running 'test_crash.py::test_crash'" \
         in run.stdout
     dump = run.stdout.split("DUMP:", 1)[1]
     assert "Fatal Python error: Segmentation fault" in dump
     assert "test_crash" in dump  # the Python stack, down to the test
+
+
+def test_a_test_that_crashes_once_passes_when_run_again(tmp_path: Path) -> None:
+    pytest.importorskip("xdist")
+    run = _run(tmp_path, patched=True, timeout=120, always=False)
+    assert "13 passed, 1 rerun" in run.stdout, run.stdout[-3000:]
+    assert run.returncode == 0
 
 
 @pytest.mark.slow
