@@ -1,0 +1,189 @@
+"""NOTE(goal-split): an obligation proved part by part, each part first from its own hypothesis.
+
+An obligation of the inductive check is ``H, action |- P'``: ``P`` after the action, where the
+hypotheses ``H`` hold every property before it. A property is a conjunction: "no expression of
+it reads an undefined value" (a disjunction of existentials, one per place that could) and the
+formula itself, often ``forall i :: body(i)``. Z3 is given all of it at once, and where the
+spec counts (MSI's 158 inferred lines) it can spend minutes on one obligation that each of
+its parts settles in well under a second. So here each part is its own query, and it is
+first asked of a small context: the action, the state's domain and the same part of ``P``
+before the action (its instance at the same witnesses), which is what most parts need;
+only a part the small context leaves open is asked again with every hypothesis.
+
+A counted set the action leaves alone is the one thing a small context still cannot see:
+``count(y :: ...i...)`` after the action is ``card`` of another set term than before, and Z3
+does not split on whether the two sets are equal (NOTE(count-set-names)). For each count of
+a ``forall`` part and each of the same part before the action, at the same witnesses, a
+frame query asks whether some agent is in one set and not the other (with the part refuted,
+``¬body'(w)``); when none can be, the counts are equal and that equation is a lemma of the
+part's query. This proves MSI's ``inferred_38`` at ``Dir.message GetM in S`` (``acks ==
+count(...)``, where the directory sends ``Inv``s that name another requestor): the frame
+query in 0.3 s, the part in 0.05 s, where the whole obligation was unknown after 150 s.
+
+Soundness: every query is the negated part with a subset of the obligation's hypotheses (or
+instances of them) and lemmas proved from them, plus ``card(S) >= 0`` (a count is a natural);
+the obligation is the disjunction of its negated parts, so one unsat answer per part proves
+it. A witness ``w`` for ``exists i :: ¬body'(i)`` is a fresh constant.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import z3
+
+from coherence.smt import interrupt
+from coherence.smt.nodes import NODE
+from coherence.smt.param_count import CARD, SET, card_terms
+
+# Z3 checks: (solver, wall seconds) -> whether it answered unsat
+Decide = Callable[[Any, float], bool]
+
+
+def naturals() -> Any:
+    """A count is a natural, for every set (the error parts of a property ask whether a
+    count under a quantifier is the undefined marker, which Z3 cannot rule out with ``card``
+    uninterpreted)."""
+    s = z3.Const("s_card", SET)
+    return z3.ForAll([s], CARD(s) >= 0, patterns=[CARD(s)])
+
+
+def conjuncts(p: Any) -> list[Any]:
+    """``p``'s top-level conjuncts; a Boolean read through the encoder's bit
+    (``If(F, 1, 0) != 0``) is read as ``F``."""
+    if z3.is_and(p):
+        return [c for a in p.children() for c in conjuncts(a)]
+    if z3.is_distinct(p) and p.num_args() == 2:
+        for bit, zero in ((p.arg(0), p.arg(1)), (p.arg(1), p.arg(0))):
+            if z3.is_app_of(bit, z3.Z3_OP_ITE) and _is_zero(zero) and _is_one(bit.arg(1)) \
+                    and _is_zero(bit.arg(2)):
+                return conjuncts(bit.arg(0))
+    return [p]
+
+
+def _is_zero(t: Any) -> bool:
+    return _value(t) == 0
+
+
+def _is_one(t: Any) -> bool:
+    return _value(t) == 1
+
+
+def _value(t: Any) -> int | None:
+    return t.as_long() if z3.is_bv_value(t) or z3.is_int_value(t) else None
+
+
+class Part:
+    """One part of an obligation: ``refuted`` (it must be unsat) and ``before`` (the same
+    part before the action, instantiated alike; a hypothesis) and the counts to frame."""
+
+    def __init__(self, refuted: Any, before: Any | None,
+                 counts: list[tuple[Any, Any]] | None = None) -> None:
+        self.refuted = refuted
+        self.before = before
+        self.counts = counts or []
+
+
+def parts(after: Any, before: Any | None) -> list[Part] | None:
+    """The parts of ``after`` (a property after the action) paired with ``before`` (the same
+    property before it) when their shapes agree; None when ``after`` has one part only and
+    nothing to frame (the split would be the obligation itself)."""
+    posts = conjuncts(after)
+    pres = conjuncts(before) if before is not None else []
+    if len(pres) != len(posts):
+        pres = []
+    out: list[Part] = []
+    for k, post in enumerate(posts):
+        pre = pres[k] if pres else None
+        if z3.is_not(post) and z3.is_or(post.arg(0)):
+            # "no expression reads an undefined value": one part per place that could
+            errs = post.arg(0).children()
+            pre_errs = pre.arg(0).children() if pre is not None and z3.is_not(pre) and \
+                z3.is_or(pre.arg(0)) and pre.arg(0).num_args() == len(errs) else None
+            for j, e in enumerate(errs):
+                out.append(Part(e, z3.Not(pre_errs[j]) if pre_errs is not None else None))
+        elif z3.is_quantifier(post) and post.is_forall():
+            ws = [z3.FreshConst(post.var_sort(i), "w") for i in range(post.num_vars())]
+            body = z3.substitute_vars(post.body(), *reversed(ws))
+            pre_body = None
+            if pre is not None and z3.is_quantifier(pre) and pre.is_forall() \
+                    and pre.num_vars() == post.num_vars() \
+                    and all(pre.var_sort(i).eq(post.var_sort(i)) for i in range(pre.num_vars())):
+                pre_body = z3.substitute_vars(pre.body(), *reversed(ws))
+            pairs = [(a, b) for a in _ground_cards(body)
+                     for b in (_ground_cards(pre_body) if pre_body is not None else [])]
+            out.append(Part(z3.Not(body), pre_body, pairs))
+        else:
+            out.append(Part(z3.Not(post), pre))
+    if len(out) == 1 and not out[0].counts:
+        return None
+    return out
+
+
+def _ground_cards(t: Any) -> list[Any]:
+    """The card terms of ``t`` outside its quantifiers' scopes (a count under a quantifier
+    of the body has no instance to frame)."""
+    return [c for c in card_terms([t]) if _closed(c.arg(0))]
+
+
+def _closed(t: Any) -> bool:
+    todo, seen = [(t, 0)], set()
+    while todo:
+        x, depth = todo.pop()
+        if (x.get_id(), depth) in seen:
+            continue
+        seen.add((x.get_id(), depth))
+        if z3.is_var(x):
+            if z3.get_var_index(x) >= depth:
+                return False
+        elif z3.is_quantifier(x):
+            todo.append((x.body(), depth + x.num_vars()))
+        elif z3.is_app(x):
+            todo.extend((k, depth) for k in x.children())
+    return True
+
+
+def proves(small: list[Any], full: list[Any], after: Any, before: Any | None,
+           check: Decide, small_seconds: float, full_seconds: float,
+           deadline: float | None = None) -> bool:
+    """Whether every part of ``¬after`` is refuted: by ``small`` (the action and the state's
+    domain), the part before the action and the frame lemmas of its counts, each check
+    ``small_seconds``; a part left open, by ``full`` (every hypothesis) in ``full_seconds``.
+    ``deadline``: a ``time.perf_counter()`` past which no check starts."""
+    split = parts(after, before)
+    if split is None:
+        return False
+    nat = naturals()
+    for part in split:
+        if deadline is not None and time.perf_counter() >= deadline:
+            return False
+        known = [part.before] if part.before is not None else []
+        lemmas = []
+        for post_card, pre_card in part.counts:
+            y = z3.FreshConst(NODE, "frame")
+            differ = post_card.arg(0)[y] != pre_card.arg(0)[y]
+            if _unsat([*small, *known, part.refuted, differ], check, small_seconds) or \
+                    _unsat([*full, part.refuted, differ], check, small_seconds):
+                lemmas.append(post_card == pre_card)
+        if _unsat([*small, *known, *lemmas, nat, part.refuted], check, small_seconds):
+            continue
+        if not _unsat([*full, *known, *lemmas, nat, part.refuted], check, full_seconds):
+            return False
+    return True
+
+
+def _unsat(assertions: list[Any], check: Decide, seconds: float) -> bool:
+    solver = z3.Solver()
+    solver.add(*assertions)
+    return check(solver, seconds)
+
+
+def wall_check(solver: Any, seconds: float) -> bool:
+    """An unsat answer within ``seconds`` of wall-clock time (a measurement's ``Decide``)."""
+    interrupt.cap(solver, seconds)
+    try:
+        return bool(interrupt.check(solver) == z3.unsat)
+    except z3.Z3Exception:
+        return False

@@ -1,0 +1,138 @@
+"""NOTE(goal-split): an obligation proved part by part, each from its own hypothesis first,
+with frame lemmas for the counts an action leaves alone."""
+
+from __future__ import annotations
+
+import time
+
+import z3
+from helpers import PROOF_RLIMIT, ROOT, SPECS
+
+from coherence import ir
+from coherence.engines import check
+from coherence.results import CheckOptions
+from coherence.smt import goal_split, param
+from coherence.smt.nodes import NODE
+from coherence.smt.param import Budget, Query
+from coherence.smt.param_count import CARD, SET
+from coherence.spec.load import extend, load_spec_text, rebind
+from coherence.spec.select import drop_properties
+
+# MSI's inferred invariants (Houdini's, results/infer/README.md); one of them, inferred_38
+# (`acks == count(...)`), stopped its proof for every N at `GetM in S` in session 19
+MSI_AUX = ROOT / "results" / "infer" / "msi_directory_houdini.aux"
+GETM_IN_S = "Dir.message GetM in S"
+SENDS_INV = "for a: agent { if a in sharers { send Inv(msg.src) to a; } }"
+NAMES_ITSELF = SENDS_INV.replace("Inv(msg.src)", "Inv(a)")
+
+
+def _model(text: str, aux: str) -> ir.Model:
+    return extend(drop_properties(load_spec_text(text, "msi.coh"), ["coherent"]), aux)
+
+
+def _query(model: ir.Model, action: str, goal: str) -> Query:
+    ob = param.Obligations(model)
+    found = []
+    for g in range(1, ob.groups):
+        machine, tr = ob.acts[g - 1]
+        if f"{machine.name}.{param._label(tr)}" == action:
+            found += [q for q in ob.group(g) if q.goal == goal]
+    assert len(found) == 1, (action, goal, len(found))
+    return found[0]
+
+
+def _budget() -> Budget:
+    return Budget(None, PROOF_RLIMIT, time.perf_counter())
+
+
+def _msi() -> str:
+    text = (SPECS / "msi_directory.coh").read_text()
+    assert SENDS_INV in text
+    return text
+
+
+def test_the_count_the_multicast_leaves_alone_is_framed() -> None:
+    """The directory's Invs name the requestor, so no other agent's counted set changes: the
+    split proves it, where the whole obligation was unknown to a fresh solver after 150 s."""
+    q = _query(_model(_msi(), MSI_AUX.read_text()), GETM_IN_S, "invariant:inferred_38")
+    assert q.before is not None and q.frame is not None
+    split = goal_split.parts(q.assertions[-1].arg(0), q.before)
+    assert split is not None
+    framed = [p for p in split if p.counts]
+    assert len(framed) == 1 and len(framed[0].counts) == 1
+    assert param._split(q, _budget())
+
+
+def test_a_multicast_that_names_the_sharer_is_not_proved() -> None:
+    """Each Inv names its own destination: a sharer's counted set gains itself while its
+    `acks` stays. The explicit checker finds the broken invariant at 2 agents, so the
+    obligation has a counterexample, and the split, given every inferred line, must not
+    prove it."""
+    mutant = _msi().replace(SENDS_INV, NAMES_ITSELF)
+    line = next(x for x in MSI_AUX.read_text().splitlines(keepends=True)
+                if x.startswith("invariant aux inferred_38:"))
+    small = rebind(_model(mutant, line), {"agents": 2})
+    found = check(small, CheckOptions(stop_at_first=True))
+    assert [f.key for f in found.failures] == [("invariant", "inferred_38")], found.failures
+    q = _query(_model(mutant, MSI_AUX.read_text()), GETM_IN_S, "invariant:inferred_38")
+    assert not param._split(q, _budget())
+
+
+def test_conjuncts_read_the_encoders_bits() -> None:
+    a, b, c = z3.Bools("a b c")
+    bit = z3.If(z3.And(b, c), z3.BitVecVal(1, 8), z3.BitVecVal(0, 8)) != z3.BitVecVal(0, 8)
+    assert [str(x) for x in goal_split.conjuncts(z3.And(a, bit))] == ["a", "b", "c"]
+    other = z3.If(b, z3.BitVecVal(2, 8), z3.BitVecVal(0, 8)) != z3.BitVecVal(0, 8)
+    assert [str(x) for x in goal_split.conjuncts(z3.And(a, other))] == ["a", str(other)]
+
+
+def test_a_single_part_without_counts_is_not_split() -> None:
+    x = z3.Const("x", NODE)
+    p = z3.Function("split_p", NODE, z3.BoolSort())
+    assert goal_split.parts(z3.ForAll([x], p(x)), z3.ForAll([x], p(x))) is None
+    split = goal_split.parts(z3.And(z3.Not(z3.Or(p(x), z3.Not(p(x)))), z3.ForAll([x], p(x))),
+                             None)
+    assert split is not None and [str(s.refuted) for s in split][:2] == [
+        "split_p(x)", "Not(split_p(x))"]
+    assert all(s.before is None for s in split)
+
+
+def test_parts_pair_the_counts_of_the_same_witness() -> None:
+    i, y = z3.Consts("i y", NODE)
+    q = z3.Function("split_q", NODE, NODE, z3.BoolSort())
+    r = z3.Function("split_r", NODE, NODE, z3.BoolSort())
+    n = z3.Function("split_n", NODE, z3.IntSort())
+    after = z3.ForAll([i], n(i) == CARD(z3.Lambda([y], q(i, y))))
+    before = z3.ForAll([i], n(i) == CARD(z3.Lambda([y], r(i, y))))
+    [part] = goal_split.parts(after, before) or []
+    [(a, b)] = part.counts
+    w = a.arg(0).body()  # q(w, y): the same witness on both sides
+    assert w.arg(0).eq(b.arg(0).body().arg(0))
+    assert part.before is not None and part.before.eq(n(w.arg(0)) == b)
+
+
+def test_the_split_proves_only_what_follows() -> None:
+    """The counts are framed only where the sets agree: with ``q`` and ``r`` the same set the
+    equation of the counts follows; with them apart it does not."""
+    i, y = z3.Consts("i y", NODE)
+    q = z3.Function("split_q2", NODE, NODE, z3.BoolSort())
+    r = z3.Function("split_r2", NODE, NODE, z3.BoolSort())
+    n = z3.Function("split_n2", NODE, z3.IntSort())
+    after = z3.ForAll([i], n(i) == CARD(z3.Lambda([y], q(i, y))))
+    before = z3.ForAll([i], n(i) == CARD(z3.Lambda([y], r(i, y))))
+    a, b = z3.Consts("a b", NODE)
+    same = z3.ForAll([a, b], q(a, b) == r(a, b))
+
+    def decide(solver: z3.Solver, _cap: float) -> bool:
+        solver.set("rlimit", 5_000_000)
+        return bool(solver.check() == z3.unsat)
+
+    assert goal_split.proves([same], [same, before], after, before, decide, 1, 1)
+    assert not goal_split.proves([], [before], after, before, decide, 1, 1)
+
+
+def test_counts_are_naturals() -> None:
+    s = z3.Const("s", SET)
+    solver = z3.Solver()
+    solver.add(goal_split.naturals(), CARD(s) == -1)
+    assert solver.check() == z3.unsat
