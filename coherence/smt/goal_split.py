@@ -28,6 +28,7 @@ it. A witness ``w`` for ``exists i :: ¬body'(i)`` is a fresh constant.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -35,7 +36,7 @@ from typing import Any
 import z3
 
 from coherence.smt import interrupt
-from coherence.smt.nodes import NODE
+from coherence.smt.nodes import NODE, is_agent
 from coherence.smt.param_count import CARD, SET, card_terms
 
 # Z3 checks: (solver, wall seconds) -> whether it answered unsat
@@ -55,12 +56,8 @@ def conjuncts(p: Any) -> list[Any]:
     (``If(F, 1, 0) != 0``) is read as ``F``."""
     if z3.is_and(p):
         return [c for a in p.children() for c in conjuncts(a)]
-    if z3.is_distinct(p) and p.num_args() == 2:
-        for bit, zero in ((p.arg(0), p.arg(1)), (p.arg(1), p.arg(0))):
-            if z3.is_app_of(bit, z3.Z3_OP_ITE) and _is_zero(zero) and _is_one(bit.arg(1)) \
-                    and _is_zero(bit.arg(2)):
-                return conjuncts(bit.arg(0))
-    return [p]
+    bit = _bit(p)
+    return [p] if bit is None else conjuncts(bit)
 
 
 def _is_zero(t: Any) -> bool:
@@ -79,11 +76,17 @@ class Part:
     """One part of an obligation: ``refuted`` (it must be unsat) and ``before`` (the same
     part before the action, instantiated alike; a hypothesis) and the counts to frame."""
 
-    def __init__(self, refuted: Any, before: Any | None,
-                 counts: list[tuple[Any, Any]] | None = None) -> None:
+    def __init__(self, refuted: Any, before: Any | None, after_cards: list[Any] | None = None,
+                 before_cards: list[Any] | None = None) -> None:
         self.refuted = refuted
         self.before = before
-        self.counts = counts or []
+        self.after = after_cards or []
+        self.before_cards = before_cards or []
+
+    @property
+    def counts(self) -> list[tuple[Any, Any]]:
+        """(count after, count before) pairs to frame."""
+        return [(a, b) for a in self.after for b in self.before_cards]
 
 
 def parts(after: Any, before: Any | None) -> list[Part] | None:
@@ -104,22 +107,62 @@ def parts(after: Any, before: Any | None) -> list[Part] | None:
                 z3.is_or(pre.arg(0)) and pre.arg(0).num_args() == len(errs) else None
             for j, e in enumerate(errs):
                 out.append(Part(e, z3.Not(pre_errs[j]) if pre_errs is not None else None))
-        elif z3.is_quantifier(post) and post.is_forall():
-            ws = [z3.FreshConst(post.var_sort(i), "w") for i in range(post.num_vars())]
-            body = z3.substitute_vars(post.body(), *reversed(ws))
-            pre_body = None
-            if pre is not None and z3.is_quantifier(pre) and pre.is_forall() \
-                    and pre.num_vars() == post.num_vars() \
-                    and all(pre.var_sort(i).eq(post.var_sort(i)) for i in range(pre.num_vars())):
-                pre_body = z3.substitute_vars(pre.body(), *reversed(ws))
-            pairs = [(a, b) for a in _ground_cards(body)
-                     for b in (_ground_cards(pre_body) if pre_body is not None else [])]
-            out.append(Part(z3.Not(body), pre_body, pairs))
         else:
-            out.append(Part(z3.Not(post), pre))
-    if len(out) == 1 and not out[0].counts:
+            body, pre_body = witnessed(post, pre)
+            out.append(Part(z3.Not(body), pre_body, _ground_cards(body),
+                            _ground_cards(pre_body) if pre_body is not None else []))
+    if len(out) == 1 and not out[0].after:
         return None
     return out
+
+
+def witnessed(post: Any, pre: Any | None) -> tuple[Any, Any | None]:
+    """``post`` with each universal quantifier in a positive place (under ``and``, ``or``,
+    the conclusion of ``=>``) opened at fresh witnesses, and ``pre`` with the same quantifiers
+    instantiated at the same witnesses (None where its shape differs). ``¬post`` is
+    satisfiable exactly when ``¬witnessed(post)`` is, and the instance is implied by
+    ``pre``."""
+    if z3.is_quantifier(post) and post.is_forall():
+        ws = [z3.FreshConst(post.var_sort(i), "w") for i in range(post.num_vars())]
+        body = z3.substitute_vars(post.body(), *reversed(ws))
+        pre_body = None
+        if pre is not None and z3.is_quantifier(pre) and pre.is_forall() \
+                and pre.num_vars() == post.num_vars() \
+                and all(pre.var_sort(i).eq(post.var_sort(i)) for i in range(pre.num_vars())):
+            pre_body = z3.substitute_vars(pre.body(), *reversed(ws))
+        return witnessed(body, pre_body)
+    bit = _bit(post)
+    if bit is not None:
+        return witnessed(bit, _bit(pre) if pre is not None else None)
+    opened: list[int] = []
+    if z3.is_and(post) or z3.is_or(post):
+        opened = list(range(post.num_args()))
+    elif z3.is_implies(post):
+        opened = [1]
+    if not opened:
+        return post, pre
+    same = pre is not None and z3.is_app(pre) and pre.decl().eq(post.decl()) \
+        and pre.num_args() == post.num_args()
+    kids, pre_kids = post.children(), pre.children() if same else None
+    for k in opened:
+        kids[k], mine = witnessed(kids[k], pre_kids[k] if pre_kids is not None else None)
+        if pre_kids is not None:
+            if mine is None:
+                pre_kids = None
+            else:
+                pre_kids[k] = mine
+    rebuilt = post.decl()(*kids)
+    return rebuilt, pre.decl()(*pre_kids) if pre_kids is not None else None
+
+
+def _bit(p: Any) -> Any | None:
+    """``F`` of the encoder's bit ``If(F, 1, 0) != 0``; None for anything else."""
+    if z3.is_distinct(p) and p.num_args() == 2:
+        for bit, zero in ((p.arg(0), p.arg(1)), (p.arg(1), p.arg(0))):
+            if z3.is_app_of(bit, z3.Z3_OP_ITE) and _is_zero(zero) and _is_one(bit.arg(1)) \
+                    and _is_zero(bit.arg(2)):
+                return bit.arg(0)
+    return None
 
 
 def _ground_cards(t: Any) -> list[Any]:
@@ -150,8 +193,9 @@ def proves(small: list[Any], full: list[Any], after: Any, before: Any | None,
            deadline: float | None = None) -> bool:
     """Whether every part of ``¬after`` is refuted: by ``small`` (the action and the state's
     domain), the part before the action and the frame lemmas of its counts, each check
-    ``small_seconds``; a part left open, by ``full`` (every hypothesis) in ``full_seconds``.
-    ``deadline``: a ``time.perf_counter()`` past which no check starts."""
+    ``small_seconds``; a part left open, by ``full`` (every hypothesis) in ``full_seconds``,
+    then with the lemmas of ``more_lemmas`` too. ``deadline``: a ``time.perf_counter()``
+    past which no check starts."""
     split = parts(after, before)
     if split is None:
         return False
@@ -160,18 +204,49 @@ def proves(small: list[Any], full: list[Any], after: Any, before: Any | None,
         if deadline is not None and time.perf_counter() >= deadline:
             return False
         known = [part.before] if part.before is not None else []
-        lemmas = []
-        for post_card, pre_card in part.counts:
-            y = z3.FreshConst(NODE, "frame")
-            differ = post_card.arg(0)[y] != pre_card.arg(0)[y]
-            if _unsat([*small, *known, part.refuted, differ], check, small_seconds) or \
-                    _unsat([*full, part.refuted, differ], check, small_seconds):
-                lemmas.append(post_card == pre_card)
+        frame = Frame(small, full, known, part.refuted, check, small_seconds)
+        lemmas = [a == b for a, b in part.counts if frame.equal(a, b)]
         if _unsat([*small, *known, *lemmas, nat, part.refuted], check, small_seconds):
             continue
-        if not _unsat([*full, *known, *lemmas, nat, part.refuted], check, full_seconds):
+        if _unsat([*full, *known, *lemmas, nat, part.refuted], check, full_seconds):
+            continue
+        more = more_lemmas(part, frame)
+        if not more or not _unsat([*full, *known, *lemmas, *more, nat, part.refuted], check,
+                                  full_seconds):
             return False
     return True
+
+
+class Frame:
+    """Frame queries of one part: set equations that hold where the part is refuted, from
+    the small context first, then from every hypothesis."""
+
+    def __init__(self, small: list[Any], full: list[Any], known: list[Any], refuted: Any,
+                 check: Decide, seconds: float) -> None:
+        self.contexts = [[*small, *known, refuted], [*full, refuted]]
+        self.check, self.seconds = check, seconds
+
+    def equal(self, a: Any, b: Any | None) -> bool:
+        """Whether the sets counted by ``a`` and ``b`` (the empty set for None) agree."""
+        y = z3.FreshConst(NODE, "frame")
+        differ = a.arg(0)[y] if b is None else a.arg(0)[y] != b.arg(0)[y]
+        return any(_unsat([*c, differ], self.check, self.seconds) for c in self.contexts)
+
+
+def more_lemmas(part: Part, frame: Frame) -> list[Any]:
+    """A count after the action that equals another after it (MSI's ``inferred_150`` at
+    ``GetM in S``: the Invs now in flight for the requestor are the sharers its Data counts),
+    and a count of a set that is empty; tried only where the frame lemmas were not enough
+    (each is a query). The set of every agent is left out of the equations."""
+    after = [a for a in part.after if not _every_agent(a)]
+    out = [a == b for a, b in itertools.combinations(after, 2) if frame.equal(a, b)]
+    return out + [a == 0 for a in [*after, *part.before_cards] if frame.equal(a, None)]
+
+
+def _every_agent(card: Any) -> bool:
+    lam = card.arg(0)
+    return z3.is_quantifier(lam) and lam.is_lambda() and lam.body().eq(
+        is_agent(z3.Var(0, NODE)))
 
 
 def _unsat(assertions: list[Any], check: Decide, seconds: float) -> bool:
