@@ -134,5 +134,41 @@ def test_the_split_proves_only_what_follows() -> None:
 def test_counts_are_naturals() -> None:
     s = z3.Const("s", SET)
     solver = z3.Solver()
-    solver.add(goal_split.naturals(), CARD(s) == -1)
+    solver.add(*goal_split.naturals(), CARD(s) == -1)
     assert solver.check() == z3.unsat
+
+
+def test_a_count_chosen_by_a_condition_is_split_into_two_cases() -> None:
+    """``m.acks`` of a message is the new count where the message is the one the action
+    sends, the old field elsewhere: one case each, the condition fixed in both."""
+    c = z3.Bool("split_new")
+    n = z3.Int("split_old")
+    y = z3.Const("y", NODE)
+    s = z3.Function("split_s", NODE, z3.BoolSort())
+    counted = CARD(z3.Lambda([y], s(y)))
+    part = goal_split.Part(z3.If(c, counted, n) == -1, None)
+    first, second = goal_split.cases(part)
+    assert [len(first.after), len(second.after)] == [1, 0]
+    solver = z3.Solver()
+    solver.add(first.refuted, z3.Not(c))
+    assert solver.check() == z3.unsat
+    solver = z3.Solver()
+    solver.add(second.refuted, c)
+    assert solver.check() == z3.unsat
+    assert goal_split.cases(goal_split.Part(n == -1, None)) == []
+
+
+def test_an_error_is_opened_at_the_witnesses_of_its_before() -> None:
+    """An error part's existential gets fresh witnesses, and the same error before the
+    action, negated, is its instance at them (a consequence of the hypothesis)."""
+    x = z3.Const("x", NODE)
+    bad = z3.Function("split_bad", NODE, z3.BoolSort())
+    old = z3.Function("split_old_bad", NODE, z3.BoolSort())
+    after = z3.Not(z3.Or(z3.Exists([x], bad(x)), z3.BoolVal(False)))
+    before = z3.Not(z3.Or(z3.Exists([x], old(x)), z3.BoolVal(False)))
+    split = goal_split.parts(z3.And(after, z3.BoolVal(True)), z3.And(before, z3.BoolVal(True)))
+    assert split is not None
+    first = split[0]
+    assert z3.is_app(first.refuted) and first.refuted.decl().name() == "split_bad"
+    w = first.refuted.arg(0)
+    assert first.before is not None and first.before.eq(z3.Not(old(w)))

@@ -37,18 +37,22 @@ import z3
 
 from coherence.smt import interrupt
 from coherence.smt.nodes import NODE, is_agent
-from coherence.smt.param_count import CARD, SET, card_terms
+from coherence.smt.param_count import CARD, SET, UNDEF_INT, agents_count, card_terms
 
 # Z3 checks: (solver, wall seconds) -> whether it answered unsat
 Decide = Callable[[Any, float], bool]
 
 
-def naturals() -> Any:
-    """A count is a natural, for every set (the error parts of a property ask whether a
-    count under a quantifier is the undefined marker, which Z3 cannot rule out with ``card``
-    uninterpreted)."""
+def naturals() -> list[Any]:
+    """A count is a natural, for every set, and the number of agents is below the undefined
+    marker's magnitude. The error parts of a property ask whether a count under a quantifier,
+    or a sum such as ``Cache[z].acks + m.acks``, is the marker ``UNDEF_INT`` (-2^40), which Z3
+    cannot rule out with ``card`` uninterpreted and N unbounded (MSI's ``inferred_150`` at
+    ``GetM in S``: ``acks`` may be -N). The encoding already takes the marker to lie outside
+    every range (NOTE(param-count)), which is N < 2^40; this says so."""
     s = z3.Const("s_card", SET)
-    return z3.ForAll([s], CARD(s) >= 0, patterns=[CARD(s)])
+    return [z3.ForAll([s], CARD(s) >= 0, patterns=[CARD(s)]),
+            agents_count() < -UNDEF_INT / 2]
 
 
 def conjuncts(p: Any) -> list[Any]:
@@ -106,7 +110,9 @@ def parts(after: Any, before: Any | None) -> list[Part] | None:
             pre_errs = pre.arg(0).children() if pre is not None and z3.is_not(pre) and \
                 z3.is_or(pre.arg(0)) and pre.arg(0).num_args() == len(errs) else None
             for j, e in enumerate(errs):
-                out.append(Part(e, z3.Not(pre_errs[j]) if pre_errs is not None else None))
+                opened, pre_opened = _opened(e, pre_errs[j] if pre_errs is not None else None)
+                out.append(Part(opened, z3.Not(pre_opened) if pre_opened is not None else None,
+                                _ground_cards(opened)))
         else:
             body, pre_body = witnessed(post, pre)
             out.append(Part(z3.Not(body), pre_body, _ground_cards(body),
@@ -114,6 +120,22 @@ def parts(after: Any, before: Any | None) -> list[Part] | None:
     if len(out) == 1 and not out[0].after:
         return None
     return out
+
+
+def _opened(e: Any, pre: Any | None) -> tuple[Any, Any | None]:
+    """An error's existential opened at fresh witnesses (it is satisfiable exactly when the
+    body is), and the same error before the action at the same witnesses (its negation is an
+    instance of a hypothesis); ``pre`` whole where its variables differ (the encoder resolves
+    ``m.dst == z`` away in one and not the other)."""
+    if not (z3.is_quantifier(e) and e.is_exists()):
+        return e, pre
+    ws = [z3.FreshConst(e.var_sort(i), "w") for i in range(e.num_vars())]
+    body = z3.substitute_vars(e.body(), *reversed(ws))
+    if pre is not None and z3.is_quantifier(pre) and pre.is_exists() \
+            and pre.num_vars() == e.num_vars() \
+            and all(pre.var_sort(i).eq(e.var_sort(i)) for i in range(e.num_vars())):
+        return body, z3.substitute_vars(pre.body(), *reversed(ws))
+    return body, pre
 
 
 def witnessed(post: Any, pre: Any | None) -> tuple[Any, Any | None]:
@@ -206,41 +228,96 @@ def proves(small: list[Any], full: list[Any], after: Any, before: Any | None,
         known = [part.before] if part.before is not None else []
         frame = Frame(small, full, known, part.refuted, check, small_seconds)
         lemmas = [a == b for a, b in part.counts if frame.equal(a, b)]
-        if _unsat([*small, *known, *lemmas, nat, part.refuted], check, small_seconds):
+        if _unsat([*small, *known, *lemmas, *nat, part.refuted], check, small_seconds):
             continue
-        if _unsat([*full, *known, *lemmas, nat, part.refuted], check, full_seconds):
+        if _unsat([*full, *known, *lemmas, *nat, part.refuted], check, full_seconds):
             continue
         more = more_lemmas(part, frame)
-        if not more or not _unsat([*full, *known, *lemmas, *more, nat, part.refuted], check,
-                                  full_seconds):
+        if more and _unsat([*full, *known, *lemmas, *more, *nat, part.refuted], check,
+                           full_seconds):
+            continue
+        if deadline is not None and time.perf_counter() >= deadline:
+            return False
+        split_cases = cases(part)  # none: the part stays open
+        if not split_cases or not all(
+                _case_refuted(case, small, full, known, check, small_seconds, full_seconds)
+                for case in split_cases):
             return False
     return True
 
 
+def cases(part: Part) -> list[Part]:
+    """``part`` split on the condition that chooses a count (MSI's ``inferred_150`` at
+    ``GetM in S``: the Data message the goal is about is the one the action sends, whose
+    ``acks`` is ``size(sharers)``, or one already in flight), read from the part with every
+    array read of a store or an if-then-else expanded; no cases (an empty list) where no
+    count is chosen by a condition outside a quantifier."""
+    refuted = z3.simplify(part.refuted, blast_select_store=True, expand_select_ite=True)
+    found: dict[int, Any] = {}
+    todo: list[tuple[Any, bool]] = [(refuted, False)]
+    seen: set[tuple[int, bool]] = set()
+    while todo:
+        x, guarded = todo.pop()
+        if (x.get_id(), guarded) in seen or z3.is_quantifier(x) or not z3.is_app(x):
+            continue
+        seen.add((x.get_id(), guarded))
+        if z3.is_app_of(x, z3.Z3_OP_ITE) and _ground_cards(x.arg(1)) + _ground_cards(x.arg(2)) \
+                and _closed(x.arg(0)):
+            found.setdefault(x.arg(0).get_id(), x.arg(0))
+        todo.extend((k, guarded) for k in x.children())
+    if len(found) != 1:  # one condition: two cases (more would multiply the queries)
+        return []
+    [cond] = found.values()
+    out = []
+    for side in (cond, z3.Not(cond)):
+        case = z3.simplify(z3.And(side, z3.substitute(refuted, (cond, z3.BoolVal(
+            side is cond)))))
+        out.append(Part(case, part.before, _ground_cards(case), part.before_cards))
+    return out
+
+
+def _case_refuted(case: Part, small: list[Any], full: list[Any], known: list[Any],
+                  check: Decide, small_seconds: float, full_seconds: float) -> bool:
+    frame = Frame(small, full, known, case.refuted, check, small_seconds)
+    lemmas = [a == b for a, b in case.counts if frame.equal(a, b)]
+    lemmas += more_lemmas(case, frame)
+    return _unsat([*full, *known, *lemmas, *naturals(), case.refuted], check, full_seconds)
+
+
 class Frame:
     """Frame queries of one part: set equations that hold where the part is refuted, from
-    the small context first, then from every hypothesis."""
+    the small context first, then from every hypothesis. Each equation proved is a fact of
+    the later queries (an empty set makes another equal to a third: MSI's Invs now in flight
+    for the requestor are the sharers, once none was in flight before)."""
 
     def __init__(self, small: list[Any], full: list[Any], known: list[Any], refuted: Any,
                  check: Decide, seconds: float) -> None:
         self.contexts = [[*small, *known, refuted], [*full, refuted]]
+        self.facts: list[Any] = []
         self.check, self.seconds = check, seconds
 
     def equal(self, a: Any, b: Any | None) -> bool:
         """Whether the sets counted by ``a`` and ``b`` (the empty set for None) agree."""
         y = z3.FreshConst(NODE, "frame")
         differ = a.arg(0)[y] if b is None else a.arg(0)[y] != b.arg(0)[y]
-        return any(_unsat([*c, differ], self.check, self.seconds) for c in self.contexts)
+        if not any(_unsat([*c, *self.facts, differ], self.check, self.seconds)
+                   for c in self.contexts):
+            return False
+        other = z3.K(NODE, z3.BoolVal(False)) if b is None else b.arg(0)
+        self.facts.append(a.arg(0) == other)
+        return True
 
 
 def more_lemmas(part: Part, frame: Frame) -> list[Any]:
-    """A count after the action that equals another after it (MSI's ``inferred_150`` at
-    ``GetM in S``: the Invs now in flight for the requestor are the sharers its Data counts),
-    and a count of a set that is empty; tried only where the frame lemmas were not enough
-    (each is a query). The set of every agent is left out of the equations."""
+    """Counts of sets that are empty, then a count after the action that equals another
+    after it (MSI's ``inferred_150`` at ``GetM in S``: the Invs now in flight for the
+    requestor are the sharers its Data counts) or one before it (again, with the empty sets
+    known); tried only where the frame lemmas were not enough (each is a query). The set of
+    every agent is left out of the equations."""
     after = [a for a in part.after if not _every_agent(a)]
-    out = [a == b for a, b in itertools.combinations(after, 2) if frame.equal(a, b)]
-    return out + [a == 0 for a in [*after, *part.before_cards] if frame.equal(a, None)]
+    out = [a == 0 for a in [*after, *part.before_cards] if frame.equal(a, None)]
+    pairs = [*itertools.combinations(after, 2), *(part.counts if out else [])]
+    return out + [a == b for a, b in pairs if frame.equal(a, b)]
 
 
 def _every_agent(card: Any) -> bool:
