@@ -7,6 +7,9 @@ README.md, "Session 19": MSI's `inferred_38` at `Dir.message GetM in S`).
     python3 results/infer/one_obligation.py specs/msi_directory.coh \\
         results/infer/msi_directory_houdini.aux "Dir.message GetM in S" invariant:inferred_38 \\
         --seconds 150
+
+``--cti-only``: the two CTI searches alone, printing the counterexample found (session 20:
+`invariant:inferred_150` at the same action, one at 1 agent in 55 s).
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ def main() -> None:
     ap.add_argument("action", help="the action's label as the progress stream ends it")
     ap.add_argument("goal", help="the obligation's property, e.g. invariant:inferred_38")
     ap.add_argument("--seconds", type=float, default=60.0, help="each try's cap")
+    ap.add_argument("--cti-only", action="store_true",
+                    help="only the CTI searches (printing a counterexample found)")
     args = ap.parse_args()
     model = extend(drop_properties(load_spec(args.spec), ["coherent"]),
                    Path(args.aux).read_text())
@@ -57,6 +62,9 @@ def main() -> None:
         qs = ob.group(g)
         lemma = [z3.Not(d.quantified[-1]) for d in qs if d.goal == param.ONE_PER_KIND]
         for q in (q for q in qs if q.goal == args.goal):
+            if args.cti_only:
+                _ctis(model, q, args.seconds)
+                continue
             _timed("fresh", lambda q=q: _fresh(q.quantified, args.seconds))
             _timed("fresh + no duplicate send",
                    lambda q=q, lemma=lemma: _fresh([*q.quantified, *lemma], args.seconds))
@@ -66,12 +74,25 @@ def main() -> None:
             budget = param.Budget(None, None, time.perf_counter())
             _timed("witnessed", lambda q=q, gr=grounded, b=budget: str(
                 param._skolem_venn(q, gr, b)))
-            param.CTI_SECONDS = args.seconds
-            for sizes in (range(1, 3), range(3, 5)):
-                _timed(f"CTI search {sizes.start}-{sizes.stop - 1} agents",
-                       lambda q=q, s=sizes: "found" if find_cti(
-                           model, q, param.Budget(None, None, time.perf_counter()), s)
-                       is not None else "none")
+            _ctis(model, q, args.seconds)
+
+
+def _ctis(model: Any, q: param.Query, seconds: float) -> None:
+    param.CTI_SECONDS = seconds
+    found: list[Any] = []
+
+    def search(sizes: range) -> str:
+        cti = find_cti(model, q, param.Budget(None, None, time.perf_counter()), sizes)
+        found.append(cti)
+        return "found" if cti is not None else "none"
+
+    for sizes in (range(1, 3), range(3, 5)):
+        _timed(f"CTI search {sizes.start}-{sizes.stop - 1} agents",
+               lambda s=sizes: search(s))
+        if found[-1] is not None:
+            print(json.dumps({"summary": found[-1].summary, "pre": found[-1].pre,
+                              "step": found[-1].step.event}), flush=True)
+            return
 
 
 if __name__ == "__main__":
