@@ -4,6 +4,7 @@ with frame lemmas for the counts an action leaves alone."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import z3
 from helpers import PROOF_RLIMIT, ROOT, SPECS
@@ -97,13 +98,20 @@ def test_a_single_part_without_counts_is_not_split() -> None:
     assert all(s.before is None for s in split)
 
 
-def test_parts_pair_the_counts_of_the_same_witness() -> None:
+def _counted(tag: str) -> tuple[Any, Any, Any, Any, Any]:
+    """(after, before, q, r, n): ``forall i :: n(i) == count(y :: q(i, y))`` after an
+    action and the same with ``r`` before it."""
     i, y = z3.Consts("i y", NODE)
-    q = z3.Function("split_q", NODE, NODE, z3.BoolSort())
-    r = z3.Function("split_r", NODE, NODE, z3.BoolSort())
-    n = z3.Function("split_n", NODE, z3.IntSort())
+    q = z3.Function(f"split_q{tag}", NODE, NODE, z3.BoolSort())
+    r = z3.Function(f"split_r{tag}", NODE, NODE, z3.BoolSort())
+    n = z3.Function(f"split_n{tag}", NODE, z3.IntSort())
     after = z3.ForAll([i], n(i) == CARD(z3.Lambda([y], q(i, y))))
     before = z3.ForAll([i], n(i) == CARD(z3.Lambda([y], r(i, y))))
+    return after, before, q, r, n
+
+
+def test_parts_pair_the_counts_of_the_same_witness() -> None:
+    after, before, _q, _r, n = _counted("")
     [part] = goal_split.parts(after, before) or []
     [(a, b)] = part.counts
     w = a.arg(0).body()  # q(w, y): the same witness on both sides
@@ -114,12 +122,7 @@ def test_parts_pair_the_counts_of_the_same_witness() -> None:
 def test_the_split_proves_only_what_follows() -> None:
     """The counts are framed only where the sets agree: with ``q`` and ``r`` the same set the
     equation of the counts follows; with them apart it does not."""
-    i, y = z3.Consts("i y", NODE)
-    q = z3.Function("split_q2", NODE, NODE, z3.BoolSort())
-    r = z3.Function("split_r2", NODE, NODE, z3.BoolSort())
-    n = z3.Function("split_n2", NODE, z3.IntSort())
-    after = z3.ForAll([i], n(i) == CARD(z3.Lambda([y], q(i, y))))
-    before = z3.ForAll([i], n(i) == CARD(z3.Lambda([y], r(i, y))))
+    after, before, q, r, _n = _counted("2")
     a, b = z3.Consts("a b", NODE)
     same = z3.ForAll([a, b], q(a, b) == r(a, b))
 

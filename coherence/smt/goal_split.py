@@ -21,7 +21,8 @@ count(...)``, where the directory sends ``Inv``s that name another requestor): t
 query in 0.3 s, the part in 0.05 s, where the whole obligation was unknown after 150 s.
 
 Soundness: every query is the negated part with a subset of the obligation's hypotheses (or
-instances of them) and lemmas proved from them, plus ``card(S) >= 0`` (a count is a natural);
+instances of them) and lemmas proved from them, plus ``card(S) >= 0`` (a count is a natural)
+and N < 2^39 (the encoding's own assumption, ``naturals``);
 the obligation is the disjunction of its negated parts, so one unsat answer per part proves
 it. A witness ``w`` for ``exists i :: ¬body'(i)`` is a fresh constant.
 """
@@ -129,13 +130,20 @@ def _opened(e: Any, pre: Any | None) -> tuple[Any, Any | None]:
     ``m.dst == z`` away in one and not the other)."""
     if not (z3.is_quantifier(e) and e.is_exists()):
         return e, pre
-    ws = [z3.FreshConst(e.var_sort(i), "w") for i in range(e.num_vars())]
-    body = z3.substitute_vars(e.body(), *reversed(ws))
-    if pre is not None and z3.is_quantifier(pre) and pre.is_exists() \
-            and pre.num_vars() == e.num_vars() \
-            and all(pre.var_sort(i).eq(e.var_sort(i)) for i in range(e.num_vars())):
+    body, pre_body = _instantiated(e, pre)
+    return body, pre if pre_body is None else pre_body
+
+
+def _instantiated(q: Any, pre: Any | None) -> tuple[Any, Any | None]:
+    """The body of the quantifier ``q`` at fresh witnesses, and that of ``pre`` at the same
+    ones where it is a quantifier of the same kind over the same sorts (else None)."""
+    ws = [z3.FreshConst(q.var_sort(i), "w") for i in range(q.num_vars())]
+    body = z3.substitute_vars(q.body(), *reversed(ws))
+    if pre is not None and z3.is_quantifier(pre) and pre.is_forall() == q.is_forall() \
+            and pre.is_exists() == q.is_exists() and pre.num_vars() == q.num_vars() \
+            and all(pre.var_sort(i).eq(q.var_sort(i)) for i in range(q.num_vars())):
         return body, z3.substitute_vars(pre.body(), *reversed(ws))
-    return body, pre
+    return body, None
 
 
 def witnessed(post: Any, pre: Any | None) -> tuple[Any, Any | None]:
@@ -145,14 +153,7 @@ def witnessed(post: Any, pre: Any | None) -> tuple[Any, Any | None]:
     satisfiable exactly when ``¬witnessed(post)`` is, and the instance is implied by
     ``pre``."""
     if z3.is_quantifier(post) and post.is_forall():
-        ws = [z3.FreshConst(post.var_sort(i), "w") for i in range(post.num_vars())]
-        body = z3.substitute_vars(post.body(), *reversed(ws))
-        pre_body = None
-        if pre is not None and z3.is_quantifier(pre) and pre.is_forall() \
-                and pre.num_vars() == post.num_vars() \
-                and all(pre.var_sort(i).eq(post.var_sort(i)) for i in range(pre.num_vars())):
-            pre_body = z3.substitute_vars(pre.body(), *reversed(ws))
-        return witnessed(body, pre_body)
+        return witnessed(*_instantiated(post, pre))
     bit = _bit(post)
     if bit is not None:
         return witnessed(bit, _bit(pre) if pre is not None else None)
@@ -254,17 +255,16 @@ def cases(part: Part) -> list[Part]:
     count is chosen by a condition outside a quantifier."""
     refuted = z3.simplify(part.refuted, blast_select_store=True, expand_select_ite=True)
     found: dict[int, Any] = {}
-    todo: list[tuple[Any, bool]] = [(refuted, False)]
-    seen: set[tuple[int, bool]] = set()
+    todo, seen = [refuted], set()
     while todo:
-        x, guarded = todo.pop()
-        if (x.get_id(), guarded) in seen or z3.is_quantifier(x) or not z3.is_app(x):
+        x = todo.pop()
+        if x.get_id() in seen or z3.is_quantifier(x) or not z3.is_app(x):
             continue
-        seen.add((x.get_id(), guarded))
+        seen.add(x.get_id())
         if z3.is_app_of(x, z3.Z3_OP_ITE) and _ground_cards(x.arg(1)) + _ground_cards(x.arg(2)) \
                 and _closed(x.arg(0)):
             found.setdefault(x.arg(0).get_id(), x.arg(0))
-        todo.extend((k, guarded) for k in x.children())
+        todo.extend(x.children())
     if len(found) != 1:  # one condition: two cases (more would multiply the queries)
         return []
     [cond] = found.values()
