@@ -26,6 +26,11 @@ def _model(tmp_path: Path, text: str = PROVED, name: str = "mutex.coh"):  # type
 
 
 def _records(path: Path) -> list[dict]:
+    """The obligations' records (not the sets of hypotheses they name)."""
+    return [r for r in _lines(path) if "goal" in r]
+
+
+def _lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
@@ -95,7 +100,8 @@ def test_a_line_torn_by_a_kill_is_ended_and_reported(tmp_path: Path) -> None:
     cache.write_text("\n".join(whole[:3]) + "\n" + whole[3][:40])  # killed mid-write
     again = prove_all(_model(tmp_path), rlimit=PROOF_RLIMIT, cache=str(cache))
     assert again.verdict == "holds"
-    assert again.cached == 3
+    # the three whole lines: the initial state's (empty) set of hypotheses and two records
+    assert again.cached == sum('"goal"' in line for line in whole[:3]) == 2
     assert f"{cache}:4: not a proof-cache record (ignored)" in again.notes
     lines = cache.read_text().splitlines()
     assert lines[3] == whole[3][:40]  # the user's bytes stay; the next record starts anew
@@ -131,7 +137,7 @@ def test_forked_workers_record_their_shares(tmp_path: Path) -> None:
     cache = tmp_path / "proof.cache"
     two = prove_all(_model(tmp_path), rlimit=PROOF_RLIMIT, jobs=2, cache=str(cache))
     assert two.verdict == "holds" and two.jobs == 2
-    assert len({r["key"] for r in _records(cache)}) == len(two.settled)
+    assert len({(r["anchor"], r["goal_digest"]) for r in _records(cache)}) == len(two.settled)
     again = prove_all(_model(tmp_path), rlimit=PROOF_RLIMIT, cache=str(cache))
     assert again.cached == len(two.settled)
 
@@ -167,3 +173,81 @@ def test_the_cli_reports_what_the_cache_settled(tmp_path: Path) -> None:
     assert second.returncode == 0
     assert (f"{len(_records(cache))} proof obligation(s) settled by earlier runs "
             "(--proof-cache)") in second.stdout
+
+
+# ---------------------------------------------------------------- NOTE(proof-cache-subsets)
+
+EXTRA = """
+invariant aux taken_owner: Lock.state == Taken -> !isundefined(Lock.owner);
+"""
+
+
+def test_records_of_fewer_hypotheses_settle_the_same_goals_with_more(tmp_path: Path) -> None:
+    """A spec whose aux lines grew keeps every record of the smaller set: its obligations are
+    the old ones with one hypothesis more. Only the new line's own goals are asked."""
+    cache = tmp_path / "proof.cache"
+    first = prove_all(_model(tmp_path), rlimit=PROOF_RLIMIT, cache=str(cache))
+    assert first.verdict == "holds"
+    records = _lines(cache)
+    assert {r["v"] for r in records} == {4}
+    sets = [r for r in records if "set" in r]
+    # one set of hypotheses per action (the initial state's is empty), each written once
+    assert len({r["set"] for r in sets}) == len(sets)
+    grown = _model(tmp_path, PROVED + EXTRA, "grown.coh")
+    again = prove_all(grown, rlimit=PROOF_RLIMIT, cache=str(cache))
+    assert again.verdict == "holds"
+    assert again.cached == len(first.settled)
+    new_goals = {r["goal"] for r in _lines(cache)[len(records):] if "goal" in r}
+    assert new_goals == {"invariant:taken_owner"}
+
+
+def test_records_of_more_hypotheses_do_not_settle_fewer(tmp_path: Path) -> None:
+    cache = tmp_path / "proof.cache"
+    grown = _model(tmp_path, PROVED + EXTRA, "grown.coh")
+    assert prove_all(grown, rlimit=PROOF_RLIMIT, cache=str(cache)).verdict == "holds"
+    smaller = prove_all(_model(tmp_path), rlimit=PROOF_RLIMIT, cache=str(cache))
+    assert smaller.verdict == "holds"
+    # only the initial state's obligations (no hypotheses) are the same formulas
+    inits = [q for q in obligations(_model(tmp_path))[2] if q.what == "init"]
+    assert smaller.cached == len(inits) > 0
+
+
+def test_a_mutant_with_more_hypotheses_gets_no_record_of_its_mutated_action(
+        tmp_path: Path) -> None:
+    cache = tmp_path / "proof.cache"
+    assert prove_all(_model(tmp_path), rlimit=PROOF_RLIMIT, cache=str(cache)).verdict == "holds"
+    mutant = (PROVED + EXTRA).replace("in Free when C[a].state == W {", "in Free {")
+    alone = prove_all(_model(tmp_path, mutant, "alone.coh"), rlimit=PROOF_RLIMIT)
+    result = prove_all(_model(tmp_path, mutant, "m.coh"), rlimit=PROOF_RLIMIT, cache=str(cache))
+    assert alone.verdict == result.verdict == "fails"
+    assert [f.name for f in alone.failures] == [f.name for f in result.failures]
+
+
+def test_format_3_records_are_upgraded_when_met(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "proof.cache"
+    with monkeypatch.context() as m:  # a cache written before format 4: exact digests
+        m.setattr(ProofCache, "entry", lambda self, assertions, anchor: None)
+        first = prove_all(_model(tmp_path), rlimit=PROOF_RLIMIT, cache=str(cache))
+    assert {r["v"] for r in _records(cache)} == {3}
+    second = prove_all(_model(tmp_path), rlimit=PROOF_RLIMIT, cache=str(cache))
+    assert second.cached == len(first.settled)
+    upgraded = [r for r in _records(cache) if r["v"] == 4]
+    assert len(upgraded) == len(first.settled)
+    grown = prove_all(_model(tmp_path, PROVED + EXTRA, "grown.coh"), rlimit=PROOF_RLIMIT,
+                      cache=str(cache))
+    assert grown.verdict == "holds" and grown.cached == len(first.settled)
+
+
+def test_a_hypothesis_naming_a_fresh_symbol_of_its_own_has_no_subset_digest() -> None:
+    import z3
+
+    from coherence.smt.formula_digest import Digest
+    # terms held: the digest keys nodes by Z3 ids, which a freed term gives back
+    x, y, x2 = z3.FreshInt("x"), z3.FreshInt("y"), z3.FreshInt("x")
+    held = [x > 0, x < 5, y < 5, x2 > 0, x2 < 5]
+    anchor = Digest().add(held[0])
+    assert anchor.relative(held[1]) is not None
+    assert anchor.relative(held[2]) is None  # y would be renamed alike in two hypotheses
+    # the same formula over the anchor's symbols reads the same from another process's names
+    assert Digest().add(held[3]).relative(held[4]) == anchor.relative(held[1])

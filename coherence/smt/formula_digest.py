@@ -65,6 +65,16 @@ class Digest:
         """The hex digest of what was added, then ``formulas`` (this state is unchanged)."""
         return self.copy().add(*formulas).hexdigest()
 
+    def relative(self, formula: Any) -> str | None:
+        """NOTE(proof-cache-subsets): the digest of ``formula`` read after what was added (the
+        anchor), or None where it names a fresh symbol the anchor does not: formulas read
+        this way from one anchor share their fresh symbols only through it, so a set of them
+        stands for their conjunction up to the anchor's renaming."""
+        other = self.copy()
+        known = len(other.fresh)
+        other.add(formula)
+        return other.hexdigest() if len(other.fresh) == known else None
+
     def hexdigest(self) -> str:
         h = self.hash.copy()
         h.update(("roots " + ",".join(map(str, self.roots))).encode())

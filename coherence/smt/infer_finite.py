@@ -170,7 +170,14 @@ def _possible(keys: set[tuple[str, int, int]], message: str, src: Any, dst: Any)
 
 def _possible_keys(model: ir.Model) -> set[tuple[str, int, int]]:
     """(message, source, destination) of every message a sender can address to a receiver
-    of it: agents ``0..n-1``, the home ``n``."""
+    of it: agents ``0..n-1``, the home ``n``.
+
+    NOTE(infer-self-keys): a node's message to itself is possible here wherever its kind both
+    sends and receives the type, as it is in the parameterised encoding of the final proof.
+    Without those keys the instance never held a ``Data`` from a cache to itself, so Houdini
+    never needed ``forall m: Data :: (m.src != m.dst)`` nor what keeps it true, and MSI's and
+    msi_home_acks' lines, inductive at 4 agents, had counterexamples to induction with one
+    agent in the final proof (results/infer/README.md, session 21)."""
     senders, receivers = sender_kinds(model), receiver_kinds(model)
     n = model.agents
 
@@ -178,7 +185,7 @@ def _possible_keys(model: ir.Model) -> set[tuple[str, int, int]]:
         return ([*range(n)] if ir.MachineKind.CACHE in kinds else []) + (
             [n] if ir.MachineKind.HOME in kinds else [])
     return {(msg.name, a, b) for msg in model.messages for a in nodes(senders[msg.name])
-            for b in nodes(receivers[msg.name]) if a != b}
+            for b in nodes(receivers[msg.name])}
 
 
 def _eval(ex: Exec, e: ir.Expr, local: dict[str, Any]) -> tuple[Any, Any]:
@@ -559,16 +566,96 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
     live_t = set(targets) - set(failed)
     implied = run.implied(chosen, live_t)
     chosen = run.minimize(chosen - implied, live_t, say)
+    minimized = len(chosen)
     t3 = time.perf_counter()
+    smaller = _Smaller(model, cands, tpl, rlimit, run.deadline, say)
+    for _pass in range(SMALLER_PASSES):
+        chosen, alive, failed, changed = smaller.complete(range(1, n), chosen, alive, failed)
+        if not changed:
+            break
+        # what the smaller sizes added or dropped: the cutoff's selection again, from there
+        again = _Lazy(_fresh_solver(ins, rlimit), cands, tpl, ins.at_cur, ins.at_nxt, n,
+                      targets, ins.tind)
+        again.base, again.states, again.rlimit = ins.base, ins.states, rlimit
+        again.deadline = run.deadline
+        again.forward = run.forward
+        before = (set(chosen), set(alive), list(failed))
+        chosen, alive, failed = again.solve(say, chosen, alive, failed)
+        run.queries += again.queries
+        if (chosen, alive, failed) == before:
+            break
+    t4 = time.perf_counter()
     stats = {"queries": run.queries, "selection_queries": run.picks, "unknown": 0,
              "retries": run.retries, "kept_unknown": run.kept_unknown,
              "implied": len(implied), "witnessed": run.witnessed,
              "forward_states": forward.explored, "forward_disagreements": forward.disagreements,
              "dropped": len(cands) - len(alive), "agents": n, "picked": picked,
-             "minimized": len(chosen),
+             "minimized": minimized, "smaller": smaller.stats, "final": len(chosen),
              "seconds": {"encode": round(t1 - t0, 3), "fixpoint": round(t2 - t1, 3),
-                         "support": round(t3 - t2, 3)}}
+                         "support": round(t3 - t2, 3), "smaller": round(t4 - t3, 3)}}
     return FiniteResult(sorted(alive), sorted(chosen), failed, stats)
+
+
+SMALLER_PASSES = 3  # rounds of "smaller sizes, then the cutoff again", at most
+
+
+def _fresh_solver(ins: Instance, rlimit: int) -> z3.Solver:
+    solver = z3.SolverFor("QF_BV")
+    solver.set("rlimit", rlimit)
+    solver.add(*ins.base)
+    return solver
+
+
+class _Smaller:
+    """NOTE(houdini-smaller): the chosen set, inductive at the cutoff, completed at every
+    smaller size. The final proof is for every N, 1 included, and a set inductive at 4 agents
+    need not be at 1: a fact about two agents says nothing there, and what it stood for must
+    be said about one. Each size's selection starts from the chosen set (``_Lazy.solve``) and
+    adds the candidates its counterexamples need, or drops those they break (then the cutoff
+    is asked again). Instances are encoded once, on first use; a size the spec's ``agents``
+    range excludes is skipped."""
+
+    def __init__(self, model: ir.Model, cands: list[Candidate], tpl: Templates, rlimit: int,
+                 deadline: float | None, say: Callable[[str], None]) -> None:
+        self.model, self.cands, self.tpl, self.rlimit = model, cands, tpl, rlimit
+        self.deadline, self.say = deadline, say
+        self.instances: dict[int, Instance | None] = {}
+        self.stats: dict[str, Any] = {"queries": 0, "added": 0, "dropped": 0, "sizes": []}
+
+    def _instance(self, m: int) -> Instance | None:
+        if m not in self.instances:
+            from coherence.spec.load import rebind
+            try:
+                rebind(self.model, {"agents": m})
+            except SpecError:  # a size the spec's range excludes
+                self.instances[m] = None
+            else:
+                self.instances[m] = encode_instance(self.model, self.tpl, m)
+                self.stats["sizes"].append(m)
+        return self.instances[m]
+
+    def complete(self, sizes: Iterable[int], chosen: set[int], alive: set[int],
+                 failed: list[str]) -> tuple[set[int], set[int], list[str], bool]:
+        changed = False
+        for m in sizes:
+            ins = self._instance(m)
+            if ins is None:
+                continue
+            run = _Lazy(_fresh_solver(ins, self.rlimit), self.cands, self.tpl, ins.at_cur,
+                        ins.at_nxt, ins.enc.n, ins.targets, ins.tind)
+            run.base, run.states, run.rlimit = ins.base, ins.states, self.rlimit
+            run.deadline = self.deadline
+            new_chosen, new_alive, new_failed = run.solve(self.say, chosen, alive, failed)
+            self.stats["queries"] += run.queries
+            added, dropped = new_chosen - chosen, alive - new_alive
+            self.stats["added"] += len(added)
+            self.stats["dropped"] += len(dropped)
+            if added or dropped or new_failed != failed:
+                changed = True
+                self.say(f"Houdini at {m} agents: {len(added)} candidates added, "
+                         f"{len(dropped)} dropped ({run.queries} queries)")
+            chosen, alive, failed = new_chosen, new_alive, new_failed
+        return chosen, alive, failed, changed
 
 
 class _Lazy:
@@ -764,12 +851,19 @@ class _Lazy:
             self.rlimit = full
         return out
 
-    def solve(self, say: Callable[[str], None]) -> tuple[set[int], set[int], list[str]]:
+    def solve(self, say: Callable[[str], None], chosen: Iterable[int] = (),
+              alive: Iterable[int] | None = None, failed: Iterable[str] = ()
+              ) -> tuple[set[int], set[int], list[str]]:
+        """Where the selection starts: ``chosen`` (empty: the lazy Houdini's start; a set
+        chosen earlier, at another size, is then completed), ``alive`` (default: every
+        candidate) and the targets already ``failed``."""
         cands, tpl, n = self.cands, self.tpl, self.n
-        alive = set(range(len(cands)))
-        live_t = set(self.targets)
-        failed: list[str] = []
-        chosen: set[int] = set()
+        alive = set(range(len(cands))) if alive is None else set(alive)
+        failed = list(failed)
+        live_t = set(self.targets) - set(failed)
+        chosen = set(chosen) & alive
+        for k in sorted(chosen):
+            self._encode(k)
         order = sorted(alive, key=lambda k: (cands[k].size, _KIND_RANK.get(cands[k].kind, 3),
                                              k))
         while True:

@@ -1159,6 +1159,9 @@ class Query:
     # goal is not a property of the pre-state
     before: Any = None
     frame: list[Any] | None = None
+    # NOTE(proof-cache-subsets): the assertions that name the query's fresh symbols (the
+    # domain, the action); the others are read as a set after them
+    anchor: list[Any] | None = None
 
     @property
     def quantified(self) -> list[Any]:
@@ -1198,10 +1201,10 @@ class Obligations:
         # the order terms are made in
         enc.nodes_apart(), enc.domain(cur)
         init = [enc.nodes_apart(), enc.init_formula(cur), enc.domain(cur)]
-        first = [Query(name, "init", [*init, z3.Not(p)], cur, shape=shape, key=(name, -1, -1))
-                 for name, p in props.items()]
+        first = [Query(name, "init", [*init, z3.Not(p)], cur, shape=shape, key=(name, -1, -1),
+                       anchor=init) for name, p in props.items()]
         first += [Query("error:error", "init", [*init, err], cur, shape=shape,
-                        key=("error:error", -1, j)) for j, err in self.errs]
+                        key=("error:error", -1, j), anchor=init) for j, err in self.errs]
         self._built: dict[int, list[Query]] = {0: self._marked(first)}
 
     @property
@@ -1227,23 +1230,27 @@ class Obligations:
         ok, _err, succ, consts, dup = _step(enc, cur, machine, tr, f"a{i}")
         label = f"{machine.name}.{_label(tr)}"
         base = [enc.nodes_apart(), enc.domain(cur), *bounds(card_terms([*inv, ok]))]
+        anchor = [*base[:2], ok]  # the bounds depend on the hypotheses: among them
         out = []
         if not z3.is_false(dup):
             out.append(Query(ONE_PER_KIND, f"action {label}", [*base, *inv, ok, dup], cur,
-                             (machine, tr), consts, shape, key=(ONE_PER_KIND, i, -1)))
+                             (machine, tr), consts, shape, key=(ONE_PER_KIND, i, -1),
+                             anchor=anchor))
         post = _properties(enc, succ)
         for name, p in post.items():
             before = self.props.get(name)
             out.append(Query(name, f"action {label}", [*base, *inv, ok, z3.Not(p)], cur,
                              (machine, tr), consts, shape, key=(name, i, -1),
                              unchanged=before is not None and alpha_equal(p, before),
-                             before=before, frame=[*base, ok] if before is not None else None))
+                             before=before, frame=[*base, ok] if before is not None else None,
+                             anchor=anchor))
         for j, _ in self.errs:
             m2, tr2 = self.acts[j]
             err2 = _step(enc, succ, m2, tr2, f"a{i}b{j}")[1]
             out.append(Query("error:error", f"action {label} (then {m2.name}."
                              f"{_label(tr2)} errs)", [*base, *inv, ok, err2], cur,
-                             (machine, tr), consts, shape, key=("error:error", i, j)))
+                             (machine, tr), consts, shape, key=("error:error", i, j),
+                             anchor=anchor))
         return out
 
 
@@ -1454,8 +1461,10 @@ def _share(model: ir.Model, ob: Obligations, groups: Iterable[int], budget: Budg
         if q.key in reuse:
             out.append(Outcome(at, q.goal, q.key, "settled"))
             continue
-        digest = cache.key(q.assertions) if cache is not None else ""
-        if cache is not None and cache.has(digest):
+        look = cache.look(q.assertions, q.anchor) if cache is not None else None
+        if look is not None and look.found:
+            assert cache is not None
+            cache.record(look, q.goal, q.what, 0.0, model.file)  # a format-3 hit, upgraded
             out.append(Outcome(at, q.goal, q.key, "settled", cached=True))
             continue
         if budget.expired():
@@ -1475,8 +1484,8 @@ def _share(model: ir.Model, ob: Obligations, groups: Iterable[int], budget: Budg
         shared, shared_context, grounded, (answer, cti, why) = settled
         if answer == z3.unsat:
             out.append(Outcome(at, q.goal, q.key, "settled"))
-            if cache is not None:
-                cache.add(digest, q.goal, q.what, time.perf_counter() - began, model.file)
+            if cache is not None and look is not None:
+                cache.record(look, q.goal, q.what, time.perf_counter() - began, model.file)
             continue
         where = ("the initial state" if q.what == "init"
                  else f"{q.what} (for some number of {_units(ob.shape)})")
