@@ -1,0 +1,109 @@
+"""Where MSI's final proof stalls: one forked process per action (the actions with the most
+obligations not in the proof cache first), each settling its action's obligations in order
+with the final proof's own tries (``param._share``), the cache skipping what is settled and
+recording what it settles; then, per action, how many were settled, cached, left unknown or
+refuted by a concrete counterexample to induction (its summary printed), and how many the
+time left unreached. ``prove --jobs`` deals whole actions to its workers and stops at its
+``--timeout``; this says which obligations are slow and why.
+
+    PYTHONHASHSEED=0 python3 results/infer/per_action.py specs/msi_directory.coh \\
+        results/infer/msi_directory_completed.aux results/infer/msi_directory.proof-cache \\
+        --skip coherent --processes 16 --seconds 450
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from coherence.smt import param
+from coherence.smt.proof_cache import ProofCache
+from coherence.spec.load import extend, load_spec
+from coherence.spec.select import drop_properties
+
+
+class _Tally:
+    def set(self, *_a: Any) -> None:
+        pass
+
+    def sums(self) -> tuple[int, int]:
+        return (0, 0)
+
+
+def _missing(cache_path: str) -> dict[str, int]:
+    """Records per action (format 4) in the cache."""
+    out: dict[str, int] = {}
+    for line in Path(cache_path).read_text().splitlines():
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
+        if r.get("v") == 4 and "what" in r:
+            what = r["what"].split(" (then")[0]
+            out[what] = out.get(what, 0) + 1
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("spec")
+    ap.add_argument("aux")
+    ap.add_argument("cache")
+    ap.add_argument("--processes", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--seconds", type=float, default=300.0)
+    ap.add_argument("--skip", action="append", default=[])
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    model = extend(drop_properties(load_spec(args.spec), args.skip),
+                   Path(args.aux).read_text())
+    ob = param.Obligations(model)
+    recorded = _missing(args.cache)
+    labels = {g: f"action {m.name}.{param._label(tr)}" for g, (m, tr) in
+              enumerate(ob.acts, start=1)}
+    order = sorted(labels, key=lambda g: recorded.get(labels[g], 0))[:args.processes]
+    print(json.dumps({"built_s": round(time.perf_counter() - t0, 1),
+                      "actions": [labels[g] for g in order]}), flush=True)
+    pids = {}
+    for g in order:
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            budget = param.Budget(args.seconds, None, time.perf_counter())
+            cache = ProofCache(args.cache)
+            outs = param._share(model, ob, [g], budget, frozenset(), 0, _Tally(), None, cache)
+            kinds: dict[str, int] = {}
+            ctis = []
+            for o in outs:
+                kind = o.kind if "--timeout" not in o.message else "unreached"
+                kinds[kind] = kinds.get(kind, 0) + 1
+                kinds["cached"] = kinds.get("cached", 0) + o.cached
+                if o.kind == "cti":
+                    ctis.append({"goal": o.goal, "message": o.message,
+                                 "pre": getattr(o.cti, "pre", None)})
+            unknown = [o.goal for o in outs if o.kind == "unknown" and "--timeout" not in
+                       o.message]
+            os.write(w, json.dumps({"action": labels[g], "outcomes": kinds,
+                                    "unknown": unknown[:20], "ctis": ctis[:5]}).encode())
+            os.close(w)
+            os._exit(0)
+        os.close(w)
+        pids[pid] = r
+    for pid, r in pids.items():
+        chunks = []
+        while True:
+            b = os.read(r, 1 << 16)
+            if not b:
+                break
+            chunks.append(b)
+        os.waitpid(pid, 0)
+        print(b"".join(chunks).decode() or json.dumps({"pid": pid, "result": None}),
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()
