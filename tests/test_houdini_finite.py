@@ -371,3 +371,45 @@ def test_a_minimisation_query_that_runs_out_keeps_its_candidate(
     h, h0 = starved.stats["houdini"], normal.stats["houdini"]
     assert h["kept_unknown"] == len(unknown) > 0 and h0["kept_unknown"] == 0
     assert unknown <= out[0]  # every candidate whose query ran out is in the output
+
+
+def test_a_change_at_a_smaller_size_sends_the_selection_back_to_the_cutoff(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # NOTE(houdini-smaller): when a smaller size changes the chosen set (here: it adds the
+    # simplest candidate not chosen, as a size's counterexample might), the 4-agent selection
+    # runs again from there, and what comes out is inductive at 4 agents (the sizes below
+    # accepted what they were given: the pass ends when the 4-agent selection changes nothing)
+    from coherence.smt import infer_finite
+    complete = infer_finite._Smaller.complete
+    added: list[int] = []
+    queries = infer_finite._Lazy._query
+    after: list[int] = []  # queries asked at 4 agents after the change
+
+    def adding(self: infer_finite._Smaller, sizes: object, chosen: set[int],
+               alive: set[int], failed: list[str]) -> object:
+        if not added:
+            k = min(alive - chosen, key=lambda j: (self.cands[j].size, j))
+            added.append(k)
+            return chosen | {k}, alive, failed, True
+        return complete(self, sizes, chosen, alive, failed)  # type: ignore[arg-type]
+
+    def counted(self: infer_finite._Lazy, *args: object, **kw: object) -> object:
+        if added and self.n == 4:
+            after.append(1)
+        return queries(self, *args, **kw)  # type: ignore[arg-type]
+    monkeypatch.setattr(infer_finite._Smaller, "complete", adding)
+    monkeypatch.setattr(infer_finite._Lazy, "_query", counted)
+    model = load_spec(SHARER_COUNTER)
+    cands, _stats, tpl = mine(model, sizes=(2, 3))
+    result = infer_finite.houdini_finite(model, cands, tpl, 4, rlimit=20_000_000)
+    assert added and after and not result.failed
+    assert added[0] in result.support or added[0] not in result.alive
+    support = set(result.support)
+    for n in (4,):
+        ins = infer_finite.encode_instance(model, tpl, n)
+        run = infer_finite._Lazy(infer_finite._fresh_solver(ins, 20_000_000), cands, tpl,
+                                 ins.at_cur, ins.at_nxt, ins.enc.n, ins.targets, ins.tind)
+        run.base, run.states = ins.base, ins.states
+        for k in support:
+            run._encode(k)
+        assert run._query(support, set(ins.targets)) == z3.unsat, n
