@@ -252,3 +252,40 @@ def test_a_count_assigned_to_a_variable_of_fixed_range_is_range_checked(
     if verdict == "fails":
         assert result.instance == 3
         assert "value 3 is out of range int[0..2]" in result.failures[0].message
+
+
+# -------------------------------------------------------------- isundefined() of a count-sized int
+
+UNDEF_TEMPLATE = """
+param agents = 2;
+network quiet: unordered, capacity = 1;
+message Never on quiet;
+event Go;
+home machine H {{ stable state R; init R; on Never {{ }} }}
+cache machine C {{
+  stable state A, B; init A;
+  var k: int[0..agents] = {init};
+  on Never in A {{ }}
+  on Go in A {{ {go} goto B; }}
+}}
+invariant p: forall i: agent :: {prop};
+"""
+
+
+@pytest.mark.parametrize(("init", "go", "prop", "verdict"), [
+    # session 21: isundefined() of an integer whose range moves with N was false in every
+    # state of the encoding, and the first case was PROVED for every number of agents
+    ("undefined", "", "!isundefined(C[i].k)", "fails"),
+    ("undefined", "", "isundefined(C[i].k)", "holds"),
+    ("0", "", "!isundefined(C[i].k)", "holds"),
+    ("0", "undefine k;", "!isundefined(C[i].k)", "fails"),
+    ("0", "undefine k;", "C[i].state == A -> !isundefined(C[i].k)", "holds"),
+])
+def test_isundefined_of_an_integer_sized_by_the_agents(init: str, go: str, prop: str,
+                                                       verdict: str) -> None:
+    from coherence.engines import check
+    text = UNDEF_TEMPLATE.format(init=init, go=go, prop=prop)
+    model = load_spec_text(text, "undef.coh")
+    assert check(model).verdict == verdict  # the explicit checker at 2 agents agrees
+    result = prove_all(model, rlimit=100_000_000)
+    assert result.verdict == verdict, (result.reason, result.failures)

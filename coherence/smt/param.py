@@ -457,7 +457,13 @@ class PExec(Exec):
                 return b2i(arg == num(-(1 << 31)))
             if arg.sort() == NODE:
                 return b2i(arg == UNDEF_N)
-            return num(0)
+            if is_int(arg):
+                # NOTE(param-count): an integer whose range moves with the number of agents
+                # marks "undefined" with UNDEF_INT. Until session 21 this fell through to
+                # "never undefined": `!isundefined(x)` held in every state of the encoding,
+                # and a spec where it fails was not refuted (tests/test_param_count.py)
+                return b2i(arg == UNDEF_INT)
+            return num(0)  # a set is never undefined
         if isinstance(e, ir.Index):
             raise Unsupported("arrays are not supported with --agents any", e.span)
         return super().expr(e, c)
