@@ -407,9 +407,7 @@ def test_a_change_at_a_smaller_size_sends_the_selection_back_to_the_cutoff(
     support = set(result.support)
     for n in (4,):
         ins = infer_finite.encode_instance(model, tpl, n)
-        run = infer_finite._Lazy(infer_finite._fresh_solver(ins, 20_000_000), cands, tpl,
-                                 ins.at_cur, ins.at_nxt, ins.enc.n, ins.targets, ins.tind)
-        run.base, run.states = ins.base, ins.states
+        run = infer_finite._lazy_on(ins, cands, tpl, 20_000_000, None)
         for k in support:
             run._encode(k)
         assert run._query(support, set(ins.targets)) == z3.unsat, n

@@ -59,11 +59,7 @@ def _step_breaking(cands: list[Candidate], tpl: Templates, chosen: set[int]) -> 
     """Whether the 1-agent instance has a step from a state of ``chosen`` and the targets to
     one that breaks them."""
     ins = infer_finite.encode_instance(_model(), tpl, 1)
-    solver = z3.SolverFor("QF_BV")
-    solver.add(*ins.base)
-    run = infer_finite._Lazy(solver, cands, tpl, ins.at_cur, ins.at_nxt, ins.enc.n,
-                             ins.targets, ins.tind)
-    run.base, run.states = ins.base, ins.states
+    run = infer_finite._lazy_on(ins, cands, tpl, infer_finite.CHECK_RLIMIT, None)
     for k in chosen:
         run._encode(k)
     return run._query(chosen, set(ins.targets))

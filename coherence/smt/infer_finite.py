@@ -574,10 +574,7 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
         if not changed:
             break
         # what the smaller sizes added or dropped: the cutoff's selection again, from there
-        again = _Lazy(_fresh_solver(ins, rlimit), cands, tpl, ins.at_cur, ins.at_nxt, n,
-                      targets, ins.tind)
-        again.base, again.states, again.rlimit = ins.base, ins.states, rlimit
-        again.deadline = run.deadline
+        again = _lazy_on(ins, cands, tpl, rlimit, run.deadline)
         again.forward = run.forward
         before = (set(chosen), set(alive), list(failed))
         chosen, alive, failed = again.solve(say, chosen, alive, failed)
@@ -599,11 +596,15 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
 SMALLER_PASSES = 3  # rounds of "smaller sizes, then the cutoff again", at most
 
 
-def _fresh_solver(ins: Instance, rlimit: int) -> z3.Solver:
+def _lazy_on(ins: Instance, cands: list[Candidate], tpl: Templates, rlimit: int,
+             deadline: float | None) -> _Lazy:
+    """A selection on a fresh solver of ``ins`` (one that starts from a chosen set)."""
     solver = z3.SolverFor("QF_BV")
     solver.set("rlimit", rlimit)
     solver.add(*ins.base)
-    return solver
+    run = _Lazy(solver, cands, tpl, ins.at_cur, ins.at_nxt, ins.enc.n, ins.targets, ins.tind)
+    run.base, run.states, run.rlimit, run.deadline = ins.base, ins.states, rlimit, deadline
+    return run
 
 
 class _Smaller:
@@ -641,10 +642,7 @@ class _Smaller:
             ins = self._instance(m)
             if ins is None:
                 continue
-            run = _Lazy(_fresh_solver(ins, self.rlimit), self.cands, self.tpl, ins.at_cur,
-                        ins.at_nxt, ins.enc.n, ins.targets, ins.tind)
-            run.base, run.states, run.rlimit = ins.base, ins.states, self.rlimit
-            run.deadline = self.deadline
+            run = _lazy_on(ins, self.cands, self.tpl, self.rlimit, self.deadline)
             new_chosen, new_alive, new_failed = run.solve(self.say, chosen, alive, failed)
             self.stats["queries"] += run.queries
             added, dropped = new_chosen - chosen, alive - new_alive
