@@ -8,7 +8,7 @@ time left unreached. ``prove --jobs`` deals whole actions to its workers and sto
 
     PYTHONHASHSEED=0 python3 results/infer/per_action.py specs/msi_directory.coh \\
         results/infer/msi_directory_completed.aux results/infer/msi_directory.proof-cache \\
-        --skip coherent --processes 16 --seconds 450
+        --skip coherent --processes 16 --seconds 450 [--after EARLIER.jsonl]
 """
 
 from __future__ import annotations
@@ -56,6 +56,10 @@ def main() -> None:
     ap.add_argument("--processes", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--seconds", type=float, default=300.0)
     ap.add_argument("--skip", action="append", default=[])
+    ap.add_argument("--after", metavar="JSONL",
+                    help="an earlier run's output: its unknown goals are not asked again "
+                         "(counted as 'passed over', never recorded), so the time goes to the "
+                         "obligations after them")
     args = ap.parse_args()
     t0 = time.perf_counter()
     model = extend(drop_properties(load_spec(args.spec), args.skip),
@@ -64,6 +68,12 @@ def main() -> None:
     recorded = _missing(args.cache)
     labels = {g: f"action {m.name}.{param._label(tr)}" for g, (m, tr) in
               enumerate(ob.acts, start=1)}
+    passed_over: dict[str, set[str]] = {}
+    if args.after:
+        for line in Path(args.after).read_text().splitlines():
+            r = json.loads(line)
+            if "outcomes" in r:
+                passed_over[r["action"]] = set(r["unknown"])
     order = sorted(labels, key=lambda g: recorded.get(labels[g], 0))[:args.processes]
     print(json.dumps({"built_s": round(time.perf_counter() - t0, 1),
                       "actions": [labels[g] for g in order]}), flush=True)
@@ -75,10 +85,15 @@ def main() -> None:
             os.close(r)
             budget = param.Budget(args.seconds, None, time.perf_counter())
             cache = ProofCache(args.cache)
-            outs = param._share(model, ob, [g], budget, frozenset(), 0, _Tally(), None, cache)
+            over = passed_over.get(labels[g], set())
+            reuse = frozenset(q.key for q in ob.group(g) if q.goal in over)
+            outs = param._share(model, ob, [g], budget, reuse, 0, _Tally(), None, cache)
             kinds: dict[str, int] = {}
             ctis = []
             for o in outs:
+                if o.key in reuse:
+                    kinds["passed over"] = kinds.get("passed over", 0) + 1
+                    continue
                 kind = o.kind if "--timeout" not in o.message else "unreached"
                 kinds[kind] = kinds.get(kind, 0) + 1
                 kinds["cached"] = kinds.get("cached", 0) + o.cached
