@@ -1467,12 +1467,13 @@ def _share(model: ir.Model, ob: Obligations, groups: Iterable[int], budget: Budg
         if q.key in reuse:
             out.append(Outcome(at, q.goal, q.key, "settled"))
             continue
-        look = cache.look(q.assertions, q.anchor) if cache is not None else None
-        if look is not None and look.found:
-            assert cache is not None
-            cache.record(look, q.goal, q.what, 0.0, model.file)  # a format-3 hit, upgraded
-            out.append(Outcome(at, q.goal, q.key, "settled", cached=True))
-            continue
+        look = None
+        if cache is not None:
+            look = cache.look(q.assertions, q.anchor)
+            if look.found:
+                cache.record(look, q.goal, q.what, 0.0, model.file)  # a format-3 hit, upgraded
+                out.append(Outcome(at, q.goal, q.key, "settled", cached=True))
+                continue
         if budget.expired():
             out.append(Outcome(at, q.goal, q.key, "unknown",
                                f"--timeout {budget.timeout:g} s reached"))

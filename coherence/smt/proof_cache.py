@@ -57,7 +57,7 @@ class Entry:
 class Lookup:
     """What ``ProofCache.look`` found for one obligation."""
 
-    key: str  # the exact digest (format 3)
+    key: str | None  # the exact digest (format 3), where it was needed
     entry: Entry | None  # None where a hypothesis names a fresh symbol the anchor does not
     found: bool
 
@@ -113,11 +113,18 @@ class ProofCache:
         return self._state.extended(assertions[-1])
 
     def look(self, assertions: Sequence[Any], anchor: Sequence[Any] | None) -> Lookup:
-        """The obligation ``assertions`` (its goal last) looked up: by its exact digest, and,
-        where ``anchor`` is given, as a format-4 entry (NOTE(proof-cache-subsets))."""
-        key = self.key(assertions)
+        """The obligation ``assertions`` (its goal last) looked up: where ``anchor`` is given,
+        as a format-4 entry (NOTE(proof-cache-subsets)); by its exact digest where it has no
+        entry, or where the file holds format-3 records (read up to now by ``covers``), which
+        only that digest finds. Each digest walks every hypothesis: one, not both, where the
+        file is all format 4."""
         entry = self.entry(assertions, anchor) if anchor is not None else None
-        return Lookup(key, entry, self.has(key) or (entry is not None and self.covers(entry)))
+        if entry is not None and self.covers(entry):
+            return Lookup(None, entry, True)
+        if entry is not None and not self.known:
+            return Lookup(None, entry, False)
+        key = self.key(assertions)
+        return Lookup(key, entry, self.has(key))
 
     def entry(self, assertions: Sequence[Any], anchor: Sequence[Any]) -> Entry | None:
         ids = tuple(a.get_id() for a in anchor)
@@ -164,6 +171,7 @@ class ProofCache:
         """Record ``look``'s obligation as unsat: as a format-4 record where it has an entry
         (an exact format-3 hit is upgraded so), else by its exact digest."""
         if look.entry is None:
+            assert look.key is not None  # ``look`` digests what has no entry
             self.add(look.key, goal, what, seconds, spec)
             return
         e = look.entry
