@@ -11,6 +11,7 @@ import shutil
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -401,3 +402,14 @@ def spin_agrees(model: Model) -> tuple[str, int]:
         assert theirs.failure.startswith(f"invariant: {ours.failures[0].name} at"), (
             theirs.failure)
     return ours.verdict, ours.states
+
+
+def houdini_step(model: Model, cands: list, tpl: Any, chosen: set[int], agents: int) -> Any:
+    """Whether Houdini's instance of ``agents`` agents has a step from a state of ``chosen``
+    and every target to one that breaks them (sat: the set is not inductive there)."""
+    from coherence.smt import infer_finite
+    ins = infer_finite.encode_instance(model, tpl, agents)
+    run = infer_finite._lazy_on(ins, cands, tpl, infer_finite.CHECK_RLIMIT, None)
+    for k in chosen:
+        run._encode(k)
+    return run._query(chosen, set(ins.targets))

@@ -6,12 +6,13 @@ is sent there (NOTE(infer-fifo-keys)), counts built once per binding, and the so
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import attrs
 import pytest
 import z3
-from helpers import ROOT
+from helpers import ROOT, houdini_step
 
 from coherence import ir
 from coherence.semantics import Semantics, State
@@ -373,6 +374,28 @@ def test_a_minimisation_query_that_runs_out_keeps_its_candidate(
     assert unknown <= out[0]  # every candidate whose query ran out is in the output
 
 
+def _first_smaller_pass(monkeypatch: pytest.MonkeyPatch,
+                        change: Callable[[int, set[int], set[int]], tuple[set[int], set[int]]],
+                        among: Callable[[set[int], set[int]], set[int]]) -> list[int]:
+    """``_Smaller.complete`` whose first call, instead of completing, applies ``change`` to
+    the simplest candidate ``among(chosen, alive)`` (as a smaller size's counterexample
+    might) and says the set changed; later calls complete. Returns the candidate, once
+    moved."""
+    from coherence.smt import infer_finite
+    complete = infer_finite._Smaller.complete
+    moved: list[int] = []
+
+    def first(self: infer_finite._Smaller, sizes: object, chosen: set[int], alive: set[int],
+              failed: list[str]) -> object:
+        if moved:
+            return complete(self, sizes, chosen, alive, failed)  # type: ignore[arg-type]
+        k = min(among(chosen, alive), key=lambda j: (self.cands[j].size, j))
+        moved.append(k)
+        return (*change(k, chosen, alive), failed, True)
+    monkeypatch.setattr(infer_finite._Smaller, "complete", first)
+    return moved
+
+
 def test_a_change_at_a_smaller_size_sends_the_selection_back_to_the_cutoff(
         monkeypatch: pytest.MonkeyPatch) -> None:
     # NOTE(houdini-smaller): when a smaller size changes the chosen set (here: it adds the
@@ -380,37 +403,22 @@ def test_a_change_at_a_smaller_size_sends_the_selection_back_to_the_cutoff(
     # runs again from there, and what comes out is inductive at 4 agents (the sizes below
     # accepted what they were given: the pass ends when the 4-agent selection changes nothing)
     from coherence.smt import infer_finite
-    complete = infer_finite._Smaller.complete
-    added: list[int] = []
+    added = _first_smaller_pass(monkeypatch, lambda k, chosen, alive: (chosen | {k}, alive),
+                                lambda chosen, alive: alive - chosen)
     queries = infer_finite._Lazy._query
     after: list[int] = []  # queries asked at 4 agents after the change
-
-    def adding(self: infer_finite._Smaller, sizes: object, chosen: set[int],
-               alive: set[int], failed: list[str]) -> object:
-        if not added:
-            k = min(alive - chosen, key=lambda j: (self.cands[j].size, j))
-            added.append(k)
-            return chosen | {k}, alive, failed, True
-        return complete(self, sizes, chosen, alive, failed)  # type: ignore[arg-type]
 
     def counted(self: infer_finite._Lazy, *args: object, **kw: object) -> object:
         if added and self.n == 4:
             after.append(1)
         return queries(self, *args, **kw)  # type: ignore[arg-type]
-    monkeypatch.setattr(infer_finite._Smaller, "complete", adding)
     monkeypatch.setattr(infer_finite._Lazy, "_query", counted)
     model = load_spec(SHARER_COUNTER)
     cands, _stats, tpl = mine(model, sizes=(2, 3))
     result = infer_finite.houdini_finite(model, cands, tpl, 4, rlimit=20_000_000)
     assert added and after and not result.failed
     assert added[0] in result.support or added[0] not in result.alive
-    support = set(result.support)
-    for n in (4,):
-        ins = infer_finite.encode_instance(model, tpl, n)
-        run = infer_finite._lazy_on(ins, cands, tpl, 20_000_000, None)
-        for k in support:
-            run._encode(k)
-        assert run._query(support, set(ins.targets)) == z3.unsat, n
+    assert houdini_step(model, cands, tpl, set(result.support), 4) == z3.unsat
 
 
 @pytest.mark.slow
@@ -420,18 +428,9 @@ def test_a_weak_set_gets_a_verdict_not_a_replay_error(monkeypatch: pytest.Monkey
     # search met a pre-state with `Cache[i].others` undefined that satisfied the inferred
     # `!isundefined(Cache[i].others)` in Z3 (isundefined() of an integer whose range moves
     # with N was always false there), and its replay raised TraceReplayError
-    from coherence.smt import infer_finite
-    complete = infer_finite._Smaller.complete
-    dropped: list[int] = []
-
-    def dropping(self: infer_finite._Smaller, sizes: object, chosen: set[int],
-                 alive: set[int], failed: list[str]) -> object:
-        if not dropped:
-            k = min(chosen, key=lambda j: (self.cands[j].size, j))
-            dropped.append(k)
-            return chosen - {k}, alive - {k}, failed, True
-        return complete(self, sizes, chosen, alive, failed)  # type: ignore[arg-type]
-    monkeypatch.setattr(infer_finite._Smaller, "complete", dropping)
+    dropped = _first_smaller_pass(
+        monkeypatch, lambda k, chosen, alive: (chosen - {k}, alive - {k}),
+        lambda chosen, alive: chosen)
     result = _infer(load_spec(SHARER_COUNTER))
     assert dropped
     # a correct spec: never refuted; with the line gone its proof may not go through

@@ -9,7 +9,7 @@ import re
 
 import pytest
 import z3
-from helpers import MSI_HOME_ACKS, MSI_HOME_ACKS_HOUDINI
+from helpers import MSI_HOME_ACKS, MSI_HOME_ACKS_HOUDINI, houdini_step
 
 from coherence import ir
 from coherence.smt import infer_finite
@@ -56,13 +56,7 @@ def test_a_type_its_own_kind_sends_and_receives_has_keys_from_a_node_to_itself()
 
 
 def _step_breaking(cands: list[Candidate], tpl: Templates, chosen: set[int]) -> z3.CheckSatResult:
-    """Whether the 1-agent instance has a step from a state of ``chosen`` and the targets to
-    one that breaks them."""
-    ins = infer_finite.encode_instance(_model(), tpl, 1)
-    run = infer_finite._lazy_on(ins, cands, tpl, infer_finite.CHECK_RLIMIT, None)
-    for k in chosen:
-        run._encode(k)
-    return run._query(chosen, set(ins.targets))
+    return houdini_step(_model(), cands, tpl, chosen, 1)
 
 
 def test_houdinis_lines_are_not_inductive_with_one_agent_as_the_final_proof_found(

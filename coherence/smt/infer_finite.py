@@ -546,14 +546,9 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
     # free every garbage term now, so the search starts alike whether the filter ran in this
     # process or in a worker (``prove --jobs``), and collections come at the same points after
     gc.collect()
-    solver = z3.SolverFor("QF_BV")
-    solver.set("rlimit", rlimit)
-    solver.add(*ins.base)
+    run = _lazy_on(ins, cands, tpl, rlimit, None if seconds is None else t0 + seconds)
     t1 = time.perf_counter()
     say(f"Houdini at {n} agents: {len(cands)} candidates, atoms encoded ({ins.seconds:.1f} s)")
-    run = _Lazy(solver, cands, tpl, ins.at_cur, ins.at_nxt, n, targets, ins.tind)
-    run.base, run.states, run.rlimit = ins.base, ins.states, rlimit
-    run.deadline = None if seconds is None else t0 + seconds
     forward = Forward(ins.inst, tpl, cands)  # NOTE(houdini-forward)
     run.forward = lambda m, alive: forward.dropped(state_of(ins.enc, m, ins.cur), alive)
     chosen, alive, failed = run.solve(say)
