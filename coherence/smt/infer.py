@@ -93,7 +93,7 @@ def _infer(model: ir.Model, options: InferOptions | None,
     from coherence.smt.infer_finite import Instance, encode_instance, houdini_finite
     from coherence.smt.infer_mine import Templates, explore, mine
     from coherence.smt.infer_qf import houdini_qf
-    from coherence.smt.infer_repair import ROUNDS, repairs
+    from coherence.smt.infer_repair import ROUNDS, action_atoms, related, repairs
     from coherence.smt.param import ParamEncoder
     from coherence.spec.load import extend
     opts = options or InferOptions()
@@ -161,18 +161,25 @@ def _infer(model: ir.Model, options: InferOptions | None,
     # NOTE(infer-repair): counterexamples to induction put back what minimisation left out
     chosen = list(h.support)
     repaired: list[dict[str, Any]] = []
-    while (proof.verdict == "unknown" and proof.cti_details and len(repaired) < ROUNDS
-           and proof.reason != interrupt.REASON):
+    while (proof.verdict == "unknown" and (proof.cti_details or proof.unknown_goals)
+           and len(repaired) < ROUNDS and proof.reason != interrupt.REASON):
         left = None if opts.timeout is None else opts.timeout - (time.perf_counter() - t2)
         ctis = len(proof.cti_details)
         added = repairs(cands, h.alive, chosen, templates, proof.cti_details)
+        # NOTE(infer-repair-unknown): an inferred line left unknown puts back kept
+        # candidates that share its atoms and its action's source state
+        line_of = {f"invariant:{n}": k
+                   for n, k in zip(_names(taken, len(chosen)), chosen, strict=True)}
+        unknown = [(line_of[u.goal], action_atoms(u.machine, u.cache, u.states))
+                   for u in proof.unknown_goals if u.goal in line_of]
+        added += related(cands, h.alive, [*chosen, *added], unknown)
         if not added or (left is not None and left <= 0):
             break
         chosen += added
         lines = [f"invariant aux {n}: {cands[k].text};"
                  for n, k in zip(_names(taken, len(chosen)), chosen, strict=True)]
-        say(f"{ctis} counterexamples to induction: {len(added)} kept "
-            f"candidates put back; proving {len(lines)} lines again")
+        say(f"{ctis} counterexamples to induction, {len(unknown)} inferred lines unknown: "
+            f"{len(added)} kept candidates put back; proving {len(lines)} lines again")
         t_round = time.perf_counter()
         proved_model = extend(model, _block(lines))
         # the lines only grow: what the last proof settled stays proved
@@ -181,7 +188,8 @@ def _infer(model: ir.Model, options: InferOptions | None,
                           jobs=opts.jobs, cache=opts.cache,
                           progress=lambda d, t, what: say(f"final proof: {what} ({d} of {t})"),
                           reuse=proof.settled)
-        repaired.append({"ctis": ctis, "added": len(added), "reused": reused,
+        repaired.append({"ctis": ctis, "unknown": len(unknown), "added": len(added),
+                         "reused": reused,
                          "seconds": round(time.perf_counter() - t_round, 3)})
     t3 = time.perf_counter()
     stats = {

@@ -14,6 +14,7 @@ hypotheses keep an obligation proved.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -21,7 +22,12 @@ from coherence.semantics import Semantics
 from coherence.smt.infer_mine import Candidate, Templates, violated
 
 PER_CTI = 3  # candidates put back per counterexample
+PER_UNKNOWN = 3  # candidates put back per property left unknown (NOTE(infer-repair-unknown))
 ROUNDS = 3  # proofs again, at most
+# an atom's text with its agent or message placeholder (and the field read from the message)
+# in one form: ``Dir.owner == {x}`` in an agent's line is ``Dir.owner == {m}.src`` in a line
+# about messages whose source is that agent
+_PLACEHOLDER = re.compile(r"\{[a-z]\}(\.\w+)?")
 
 
 def repairs(cands: list[Candidate], alive: Iterable[int], taken: Iterable[int],
@@ -37,3 +43,44 @@ def repairs(cands: list[Candidate], alive: Iterable[int], taken: Iterable[int],
         hit = [k for k in pool if k not in out and violated(cands[k], rows)]
         out.extend(hit[:PER_CTI])
     return out
+
+
+def related(cands: list[Candidate], alive: Iterable[int], taken: Iterable[int],
+            unknown: Iterable[tuple[int, frozenset[str]]]) -> list[int]:
+    """NOTE(infer-repair-unknown): indices of ``alive`` candidates (not ``taken``) that share
+    an atom with a chosen line whose proof was left unknown, up to PER_UNKNOWN per such
+    obligation: first those that also test the source state of the obligation's action
+    (``unknown``: (the line's candidate, ``action_atoms``)), lines about one agent (or none)
+    before the others, the fewest literals first.
+
+    Minimisation keeps a set that is inductive in the finite instance, where a line can be
+    implied through a chain of agents that must end (each waits for the next, and there are
+    only N of them). The proof for every N is first-order: its models may hold an endless
+    chain, so the line is left unknown with no concrete counterexample to put candidates
+    back. MSI's ``forall m: GetM :: !(Dir.owner == m.src)`` at `Store in S` (a cache in S
+    sends a GetM): with the 156 lines it stayed unknown for minutes, a ground model holding
+    a chain of forwarded ``FwdGetM``s; with ``Cache[i].state == S -> !(Dir.owner == i)``,
+    which minimisation had dropped, it is proved in 0.2 s. That line shares the goal's atom
+    (``Dir.owner == agent``) and the action's (``Cache[agent].state == S``), and cuts the
+    chain at its first agent."""
+    local = {"global", "agent"}
+    pool = sorted(set(alive) - set(taken), key=lambda k: (cands[k].kind not in local,
+                                                          cands[k].size, k))
+    keys = [_atoms(c) for c in cands]
+    out: list[int] = []
+    for goal, at in unknown:
+        want = keys[goal]
+        hit = [k for k in pool if k not in out and k != goal and keys[k] & want]
+        hit.sort(key=lambda k: not keys[k] & at)  # stable: the pool's order within each
+        out.extend(hit[:PER_UNKNOWN])
+    return out
+
+
+def action_atoms(machine: str, cache: bool, states: Iterable[str]) -> frozenset[str]:
+    """The atoms (in ``_atoms``' form) that an action's source states make true."""
+    at = f"{machine}[@].state" if cache else f"{machine}.state"
+    return frozenset(f"{at} == {st}" for st in states)
+
+
+def _atoms(c: Candidate) -> frozenset[str]:
+    return frozenset(_PLACEHOLDER.sub("@", atom.text) for atom, _where, _pos in c.lits)

@@ -918,6 +918,14 @@ def _network_read(e: Any) -> Span | None:
     return None
 
 
+@attrs.define(frozen=True)
+class UnknownGoal:
+    goal: str  # the property, e.g. "invariant:inferred_84"
+    machine: str  # the action's machine ("" at the initial state)
+    cache: bool  # whether that machine is the replicated one
+    states: tuple[str, ...]  # the action's source states
+
+
 @attrs.define
 class ParamResult:
     verdict: str  # holds | fails | unknown
@@ -934,6 +942,10 @@ class ParamResult:
     over: str | None = None
     jobs: int = 1  # processes that settled the obligations (NOTE(forked-shares))
     cached: int = 0  # obligations settled by an earlier run (NOTE(proof-cache))
+    # NOTE(infer-repair-unknown): per obligation left unknown (no concrete counterexample to
+    # induction), in query order: its property, and its action's machine and source states
+    # (the initial state's: no machine, no states)
+    unknown_goals: list[UnknownGoal] = attrs.Factory(list)
 
     @property
     def unit(self) -> str:
@@ -946,8 +958,13 @@ class ParamResult:
 
 
 def _actions(enc: ParamEncoder) -> list[tuple[ir.Machine, ir.Transition]]:
+    return actions_of(enc.model)
+
+
+def actions_of(model: ir.Model) -> list[tuple[ir.Machine, ir.Transition]]:
+    """The actions of the inductive check, in the order of its groups (``Query.key[1]``)."""
     out = []
-    for m in enc.model.machines:
+    for m in model.machines:
         for tr in m.transitions:
             if tr.kind is ir.TransitionKind.MESSAGE and tr.stall:
                 continue
@@ -1574,6 +1591,7 @@ def _read(outcomes: list[Outcome], model: ir.Model, refute_depth: int, budget: B
     ctis: list[str] = []
     details: list[Any] = []
     unknown: list[str] = []
+    unknown_goals: list[UnknownGoal] = []
     for o in outcomes:
         if status.setdefault(o.goal, "proved") != "proved":
             continue  # a later query of a property that already failed
@@ -1582,6 +1600,8 @@ def _read(outcomes: list[Outcome], model: ir.Model, refute_depth: int, budget: B
             continue
         status[o.goal] = o.kind
         (ctis if o.kind == "cti" else unknown).append(o.message)
+        if o.kind == "unknown":
+            unknown_goals.append(_unknown_goal(model, o.key, shape))
         if o.cti is not None:
             details.append(o.cti)
     done = [name for name, st in status.items() if st == "proved"]
@@ -1602,7 +1622,15 @@ def _read(outcomes: list[Outcome], model: ir.Model, refute_depth: int, budget: B
     reason = unknown[0] if unknown else ("not inductive for every N: add `invariant aux` "
                                          "lines (see above)")
     return ParamResult("unknown", done, ctis, [], None, notes, reason,
-                       time.perf_counter() - start, details, settled=settled)
+                       time.perf_counter() - start, details, settled=settled,
+                       unknown_goals=unknown_goals)
+
+
+def _unknown_goal(model: ir.Model, key: tuple[str, int, int], shape: Any) -> UnknownGoal:
+    if key[1] < 0 or shape is not None:  # the initial state's, or a hierarchy's
+        return UnknownGoal(key[0], "", False, ())
+    machine, tr = actions_of(model)[key[1]]
+    return UnknownGoal(key[0], machine.name, machine.kind is ir.MachineKind.CACHE, tr.states)
 
 
 GROUND_RLIMIT = 30_000_000  # Z3 units per quantifier-free try (deterministic)

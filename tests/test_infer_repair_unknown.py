@@ -1,0 +1,160 @@
+"""NOTE(infer-repair-unknown): an inferred line whose proof for every N is left unknown puts
+back kept candidates that share its atoms, those that also test its action's source state
+first."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import ROOT
+
+from coherence import ir
+from coherence.smt.infer_atoms import Atom
+from coherence.smt.infer_mine import Candidate
+from coherence.smt.infer_repair import PER_UNKNOWN, action_atoms, related
+from coherence.smt.param import ParamResult, UnknownGoal, _unknown_goal, actions_of
+from coherence.spec.load import load_spec
+from coherence.spec.select import drop_properties
+
+GERMAN = ROOT / "tests" / "specs" / "infer" / "german.coh"
+
+
+def _atom(text: str) -> Atom:
+    return Atom(text, text, False, lambda *_a: True)
+
+
+def _cand(kind: str, *atoms: str) -> Candidate:
+    lits = tuple((_atom(t), "i", True) for t in atoms)
+    return Candidate(kind, " && ".join(atoms), len(atoms), lits)
+
+
+OWNER = "!isundefined(Dir.owner) && Dir.owner == {x}"
+IN_S = "Cache[{x}].state == S"
+
+
+def test_related_lines_test_the_goal_and_the_action_state_first() -> None:
+    cands = [
+        _cand("msg GetM", "!isundefined(Dir.owner) && Dir.owner == {m}.src"),  # the goal
+        _cand("agent", "Dir.state == I", OWNER),  # the goal's atom only
+        _cand("pair", IN_S, OWNER),  # both, about two agents
+        _cand("agent", IN_S, OWNER),  # both, about one agent
+        _cand("agent", IN_S, "Cache[{x}].data == latest"),  # the action's atom only
+        _cand("agent", "Dir.state == S", OWNER),  # taken already
+        _cand("agent", "Dir.state == M", IN_S, OWNER),  # not kept by Houdini
+    ]
+    at = action_atoms("Cache", True, ["S"])
+    got = related(cands, alive=range(6), taken=[5], unknown=[(0, at)])
+    assert got == [3, 2, 1][:PER_UNKNOWN]
+    # no unknown line, or one whose action tests another state: the goal's atom decides
+    assert related(cands, range(6), [5], []) == []
+    other = related(cands, range(6), [5], [(0, action_atoms("Cache", True, ["I"]))])
+    assert other == [1, 3, 2][:PER_UNKNOWN]
+
+
+def test_action_atoms_name_the_machine_as_candidates_do() -> None:
+    assert action_atoms("Cache", True, ["S", "SM_AD"]) == {
+        "Cache[@].state == S", "Cache[@].state == SM_AD"}
+    assert action_atoms("Dir", False, ["M"]) == {"Dir.state == M"}
+
+
+def test_an_unknown_obligation_names_its_action() -> None:
+    model = drop_properties(load_spec(GERMAN), ["coherent"])
+    acts = actions_of(model)
+    cache_acts = [i for i, (m, _tr) in enumerate(acts) if m.kind is ir.MachineKind.CACHE]
+    home_acts = [i for i, (m, _tr) in enumerate(acts) if m.kind is ir.MachineKind.HOME]
+    assert cache_acts and home_acts
+    for i in (cache_acts[0], home_acts[-1]):
+        m, tr = acts[i]
+        u = _unknown_goal(model, ("invariant:x", i, -1), None)
+        assert u == UnknownGoal("invariant:x", m.name, m.kind is ir.MachineKind.CACHE,
+                                tr.states)
+    assert _unknown_goal(model, ("invariant:x", -1, -1), None) == UnknownGoal(
+        "invariant:x", "", False, ())
+
+
+def test_infer_puts_back_lines_for_an_unknown_goal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loop in ``infer`` (Houdini and the proofs stand in): the first proof leaves the one
+    chosen line unknown at a cache's action; the second proves the lines plus what
+    ``related`` puts back for it."""
+    import coherence.smt.infer as infer_mod
+    import coherence.smt.infer_finite as finite_mod
+    from coherence.smt.infer_finite import FiniteResult
+
+    picked: list[object] = []
+
+    def houdini(model, cands, *_a, **_k):  # every candidate kept; one chosen
+        goal = next(k for k, c in enumerate(cands) if c.kind == "agent"
+                    and any(a.text.startswith("Cache[{x}].state ==") for a, _w, _p in c.lits)
+                    and len(c.lits) == 2)
+        picked.extend([cands, goal])
+        return FiniteResult(list(range(len(cands))), [goal], [], {"queries": 0, "unknown": 0})
+
+    proved: list[list[str]] = []
+    unknown = UnknownGoal("invariant:inferred_1", "Cache", True, ("S",))
+
+    def prove(model, reuse=(), **_k):
+        proved.append([inv.name for inv in model.invariants])
+        if len(proved) == 1:
+            return ParamResult("unknown", [], [], [], None, [], "unknown", 0.0,
+                               unknown_goals=[unknown])
+        return ParamResult("holds", [], [], [], None, [], None, 0.0)
+
+    monkeypatch.setattr(finite_mod, "houdini_finite", houdini)
+    monkeypatch.setattr(infer_mod, "prove_all", prove)
+    model = drop_properties(load_spec(GERMAN), ["coherent"])
+    result = infer_mod.infer(model)
+    cands, goal = picked
+    assert isinstance(cands, list) and isinstance(goal, int)
+    want = related(cands, range(len(cands)), [goal],
+                   [(goal, action_atoms("Cache", True, ["S"]))])
+    assert want, "German has kept candidates that share the line's atoms"
+    assert result.proof.verdict == "holds" and len(proved) == 2
+    assert result.lines == [f"invariant aux inferred_{n}: {cands[k].text};"
+                            for n, k in enumerate([goal, *want], start=1)]
+    assert len(proved[1]) == len(proved[0]) + len(want)
+    assert result.stats["repairs"][0]["unknown"] == 1
+    assert result.stats["repairs"][0]["ctis"] == 0
+    assert result.stats["repairs"][0]["added"] == len(want)
+
+
+def test_a_goal_that_is_no_inferred_line_puts_back_nothing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The spec's own property left unknown: no candidate is its line, so no round."""
+    import coherence.smt.infer as infer_mod
+    import coherence.smt.infer_finite as finite_mod
+    from coherence.smt.infer_finite import FiniteResult
+
+    def houdini(model, cands, *_a, **_k):
+        return FiniteResult(list(range(len(cands))), [0], [], {"queries": 0, "unknown": 0})
+
+    calls: list[int] = []
+
+    def prove(model, reuse=(), **_k):
+        calls.append(1)
+        return ParamResult("unknown", [], [], [], None, [], "unknown", 0.0,
+                           unknown_goals=[UnknownGoal("invariant:swmr", "Cache", True,
+                                                      ("S",))])
+
+    monkeypatch.setattr(finite_mod, "houdini_finite", houdini)
+    monkeypatch.setattr(infer_mod, "prove_all", prove)
+    result = infer_mod.infer(drop_properties(load_spec(GERMAN), ["coherent"]))
+    assert calls == [1] and result.proof.verdict == "unknown"
+    assert result.stats["repairs"] == []
+
+
+@pytest.mark.slow
+def test_msi_owner_line_is_put_back_for_store_in_s() -> None:
+    """The case that motivated it (about a minute of mining): MSI's inferred
+    ``forall m: GetM :: !(Dir.owner == m.src)``, unknown at `Store in S`, puts back
+    ``Cache[i].state == S -> !(Dir.owner == i)`` first (with it the obligation is proved in
+    0.2 s; results/infer/README.md, session 22)."""
+    from coherence.smt.infer import InferOptions
+    from coherence.smt.infer_mine import mine
+    model = drop_properties(load_spec(ROOT / "specs" / "msi_directory.coh"), ["coherent"])
+    opts = InferOptions()
+    cands, _stats, _tpl = mine(model, opts.sizes, opts.max_states, opts.explore_seconds,
+                               opts.literals)
+    text = {c.text: k for k, c in enumerate(cands)}
+    goal = text["forall m: GetM :: (!(!isundefined(Dir.owner) && Dir.owner == m.src))"]
+    got = related(cands, range(len(cands)), [goal], [(goal, action_atoms("Cache", True, ["S"]))])
+    assert cands[got[0]].text == ("forall i: agent :: ((Cache[i].state == S) -> "
+                                  "(!(!isundefined(Dir.owner) && Dir.owner == i)))")
