@@ -55,6 +55,7 @@ from coherence.smt.proof_cache import FORMAT, CacheError, ProofCache
 from coherence.smt.state import UNDEF_BV, WIDTH, Unsupported, ivar, num
 from coherence.smt.tables import ModelTables
 from coherence.smt.z3_owner import owns_z3
+from coherence.trace import TraceReplayError
 
 BV = z3.BitVecSort(WIDTH)
 
@@ -1505,6 +1506,18 @@ def _share(model: ir.Model, ob: Obligations, groups: Iterable[int], budget: Budg
             # NOTE(prove-interrupt): the rest is not asked
             out.append(Outcome(at, q.goal, q.key, "interrupted", interrupt.REASON))
             break
+        except TraceReplayError as e:
+            # NOTE(replay-internal): Z3's counterexample to induction does not replay in the
+            # reference semantics: the encoding is wrong somewhere (it once proved a false
+            # `isundefined` line), so the obligation is neither proved nor refuted, and the
+            # user is told so rather than shown a traceback
+            status[q.goal] = "unknown"
+            shared_context, grounded = (), None  # the action's solvers are made anew
+            out.append(Outcome(at, q.goal, q.key, "unknown",
+                               f"internal error on {q.goal}, {q.what}: {e} (the encoding for "
+                               "every N and the reference semantics disagree: a bug in "
+                               "coherence; please report it with the spec)"))
+            continue
         shared, shared_context, grounded, (answer, cti, why) = settled
         if answer == z3.unsat:
             out.append(Outcome(at, q.goal, q.key, "settled"))
