@@ -21,9 +21,11 @@ def main() -> None:
     with open(args.cache, encoding="utf-8") as f:
         for line in f:
             try:
-                records.append(json.loads(line))
+                record = json.loads(line)
             except ValueError:
                 continue
+            if "what" in record and record.get("v") == 4:  # not a hypothesis set, not format 3
+                records.append(record)
     by: dict[str, list[float]] = defaultdict(list)
     for r in records:
         by[r["what"].split(" (then")[0]].append(r["seconds"])
