@@ -593,10 +593,22 @@ class PExec(Exec):
         return [(present, (src, dst, fields, num(k if fifo else -1)))
                 for k, (present, fields) in enumerate(self.places(message, src, dst))]
 
+    def home_sent(self, message: str) -> bool:
+        """NOTE(home-sources): whether only the home sends ``message``: its messages in flight
+        are then the home's in every state the encoding allows (the domain's ``src_ok`` says
+        so of a pre-state, and an action sends only what its machine sends), so the encoding
+        names the home as their source instead of quantifying over one, whose Skolem witness
+        Z3's instantiation did not reach (docs/prove.md)."""
+        return self.enc.senders[self.enc.msg_index[message]] == {ir.MachineKind.HOME}
+
     def inflight(self, e: ir.InFlight, c: Any) -> Any:
         d = self.expr(e.dst, c) if e.dst is not None else None
-        src, dst = self.bound_const("src"), self.bound_const("dst")
+        dst = self.bound_const("dst")
         here = TRUE if d is None else dst == d
+        if self.home_sent(e.message):
+            body = any_of([p for p, _f in self.places(e.message, HOME, dst)])
+            return b2i(z3.Exists([dst], z3.And(here, body)))
+        src = self.bound_const("src")
         body = any_of([p for p, _f in self.places(e.message, src, dst)])
         return b2i(z3.Exists([src, dst], z3.And(here, body)))
 
@@ -647,23 +659,27 @@ class PExec(Exec):
     def msg_quant(self, e: ir.MsgQuant, c: Any) -> Any:
         if e.kind == "count":
             return self.msg_count(e, c)
-        src, dst = self.bound_const(f"{e.var}_src"), self.bound_const(f"{e.var}_dst")
+        # NOTE(home-sources): a type only the home sends is quantified over its destination
+        home = self.home_sent(e.message)
+        src = HOME if home else self.bound_const(f"{e.var}_src")
+        dst = self.bound_const(f"{e.var}_dst")
+        ends = [dst] if home else [src, dst]
         saved = self.locals.get(e.var)
         forall = e.kind == "forall"
         parts = []
-        self.bound += [(src, src != UNDEF_N), (dst, dst != UNDEF_N)]
+        self.bound += [(x, x != UNDEF_N) for x in ends]
         for present, binding in self.placed(e.message, src, dst):
             self.locals[e.var] = binding
             body = truth(self.expr(e.body, all_of([c, present])))
             parts.append(z3.Implies(present, body) if forall else z3.And(present, body))
-        del self.bound[-2:]
+        del self.bound[-len(ends):]
         if saved is None:
             self.locals.pop(e.var, None)
         else:
             self.locals[e.var] = saved
         if forall:
-            return b2i(z3.ForAll([src, dst], all_of(parts)))
-        return b2i(z3.Exists([src, dst], any_of(parts)))
+            return b2i(z3.ForAll(ends, all_of(parts)))
+        return b2i(z3.Exists(ends, any_of(parts)))
 
     def stmt(self, s: ir.Stmt) -> None:
         if isinstance(s, ir.Broadcast):

@@ -60,6 +60,9 @@ def main() -> None:
                     help="an earlier run's output: its unknown goals are not asked again "
                          "(counted as 'passed over', never recorded), so the time goes to the "
                          "obligations after them")
+    ap.add_argument("--actions-from", metavar="JSONL",
+                    help="an earlier run's output: the same actions, in its order (to compare "
+                         "two encodings or line sets side by side)")
     args = ap.parse_args()
     t0 = time.perf_counter()
     model = extend(drop_properties(load_spec(args.spec), args.skip),
@@ -75,6 +78,10 @@ def main() -> None:
             if "outcomes" in r:
                 passed_over[r["action"]] = set(r["unknown"])
     order = sorted(labels, key=lambda g: recorded.get(labels[g], 0))[:args.processes]
+    if args.actions_from:
+        first = json.loads(Path(args.actions_from).read_text().splitlines()[0])
+        by_label = {label: g for g, label in labels.items()}
+        order = [by_label[a] for a in first["actions"]][:args.processes]
     print(json.dumps({"built_s": round(time.perf_counter() - t0, 1),
                       "actions": [labels[g] for g in order]}), flush=True)
     pids = {}
