@@ -46,6 +46,7 @@ from coherence.smt.param_count import (
     card,
     card_terms,
     count,
+    counts_anywhere,
     in_range,
     is_int,
     scaled_ranges,
@@ -1905,7 +1906,11 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
             # NOTE(goal-split): for a goal that counts only; on the others the fresh try
             # below is as quick, and a split that fails costs its queries (CI's default tier
             # took 25 min with the split on every goal, 16.5 min on the commit before it)
-            if card_terms([q.assertions[-1]]) and _split(q, budget):
+            # NOTE(split-quantified-counts): a count under the goal's quantifier counts too
+            # (``card_terms`` sees only ground ones): MSI's `inferred_30` at `Inv in S` went
+            # to the ground try and the long tries (unknown after 182 s) where the split
+            # proves it in 1.3 s
+            if counts_anywhere(q.assertions[-1]) and _split(q, budget):
                 return z3.unsat, None, ""
         grounded = grounded if grounded is not None else Grounded(q)
         # NOTE(count-fresh-first): then a fresh solver, still before the ground try: on MSI's

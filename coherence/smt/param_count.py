@@ -164,6 +164,25 @@ def card_terms(formulas: list[Any]) -> list[Any]:
     return [t for t in _ground_subterms(formulas) if is_card(t)]
 
 
+def counts_anywhere(formula: Any) -> bool:
+    """Whether ``formula`` applies ``card`` anywhere, under its quantifiers too (``card_terms``
+    sees only the ground ones): MSI's ``forall i :: acks == count(y :: ...i...)``."""
+    seen: set[int] = set()
+    todo = [formula]
+    while todo:
+        x = todo.pop()
+        if x.get_id() in seen:
+            continue
+        seen.add(x.get_id())
+        if z3.is_quantifier(x):
+            todo.append(x.body())
+        elif z3.is_app(x):
+            if is_card(x):
+                return True
+            todo.extend(x.children())
+    return False
+
+
 def ground_nodes(formulas: list[Any], limit: int = 24) -> list[Any]:
     """The ``Node`` terms of ``formulas`` outside any quantifier (constants, Skolem terms,
     array reads), at most ``limit`` of them, in the order first met: where a region of count 0
