@@ -7,13 +7,10 @@ that changed."""
 from __future__ import annotations
 
 import functools
-import os
-import subprocess
-import sys
 
 import pytest
 import z3
-from helpers import ROOT, SPECS
+from helpers import ROOT, SPECS, in_fresh_interpreter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -188,23 +185,17 @@ def test_msi_obligations_no_try_proved_in_session_17_are_proved(action: str, goa
     gives it. In a fresh interpreter with a fixed hash seed: Z3's search depends on the order
     the terms were made in, and after other tests in the same process, or with another
     seed, the same query sometimes ran past its units (once in about ten runs of this file)."""
-    script = (
-        "import sys\n"
-        "sys.path.insert(0, sys.argv[1])\n"
-        "import z3\n"
-        "from test_count_set_names import _msi_action\n"
-        "from coherence.smt import interrupt\n"
-        "q = next(q for q in _msi_action(sys.argv[2]) if q.goal == 'invariant:' + sys.argv[3])\n"
-        "assert q.named is not None and not q.unchanged\n"
-        "solver = z3.Solver()\n"
-        "solver.set('rlimit', 20_000_000)\n"
-        "solver.add(*q.quantified)\n"
-        "print(interrupt.check(solver))\n")
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
-    done = subprocess.run([sys.executable, "-c", script, str(ROOT / "tests"), action, goal],
-                          capture_output=True, text=True, env=env, timeout=600, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == "unsat", done.stdout
+    in_fresh_interpreter("test_count_set_names", "_session_17_obligation", action, goal)
+
+
+def _session_17_obligation(action: str, goal: str) -> None:
+    queries = _msi_action(action)
+    q = next(q for q in queries if q.goal == f"invariant:{goal}")
+    assert q.named is not None and not q.unchanged
+    solver = z3.Solver()
+    solver.set("rlimit", 20_000_000)
+    solver.add(*q.quantified)
+    assert interrupt.check(solver) == z3.unsat
 
 
 @functools.cache
