@@ -432,3 +432,17 @@ def in_fresh_interpreter(module: str, function: str, *args: str) -> str:
                           check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
+
+
+def action_query(model: Any, action: str, goal: str) -> Any:
+    """The one obligation of ``goal`` (``invariant:NAME``) at the action labelled ``action``
+    (``Machine.label``, as the proof's progress names it)."""
+    from coherence.smt import param
+    ob = param.Obligations(model)
+    found = []
+    for g in range(1, ob.groups):
+        machine, tr = ob.acts[g - 1]
+        if f"{machine.name}.{param._label(tr)}" == action:
+            found += [q for q in ob.group(g) if q.goal == goal]
+    assert len(found) == 1, (action, goal, len(found))
+    return found[0]

@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 import z3
-from helpers import PROOF_RLIMIT, ROOT, SPECS, in_fresh_interpreter
+from helpers import PROOF_RLIMIT, ROOT, SPECS, action_query, in_fresh_interpreter
 
 from coherence import ir
 from coherence.engines import check
@@ -31,17 +31,6 @@ def _model(text: str, aux: str) -> ir.Model:
     return extend(drop_properties(load_spec_text(text, "msi.coh"), ["coherent"]), aux)
 
 
-def _query(model: ir.Model, action: str, goal: str) -> Query:
-    ob = param.Obligations(model)
-    found = []
-    for g in range(1, ob.groups):
-        machine, tr = ob.acts[g - 1]
-        if f"{machine.name}.{param._label(tr)}" == action:
-            found += [q for q in ob.group(g) if q.goal == goal]
-    assert len(found) == 1, (action, goal, len(found))
-    return found[0]
-
-
 def _budget() -> Budget:
     return Budget(None, PROOF_RLIMIT, time.perf_counter())
 
@@ -61,7 +50,7 @@ def test_the_count_the_multicast_leaves_alone_is_framed() -> None:
 
 
 def _multicast_leaves_the_count_alone() -> None:
-    q = _query(_model(_msi(), MSI_AUX.read_text()), GETM_IN_S, "invariant:inferred_38")
+    q = action_query(_model(_msi(), MSI_AUX.read_text()), GETM_IN_S, "invariant:inferred_38")
     assert q.before is not None and q.frame is not None
     split = goal_split.parts(q.assertions[-1].arg(0), q.before)
     assert split is not None
@@ -81,7 +70,7 @@ def test_a_multicast_that_names_the_sharer_is_not_proved() -> None:
     small = rebind(_model(mutant, line), {"agents": 2})
     found = check(small, CheckOptions(stop_at_first=True))
     assert [f.key for f in found.failures] == [("invariant", "inferred_38")], found.failures
-    q = _query(_model(mutant, MSI_AUX.read_text()), GETM_IN_S, "invariant:inferred_38")
+    q = action_query(_model(mutant, MSI_AUX.read_text()), GETM_IN_S, "invariant:inferred_38")
     assert not param._split(q, _budget())
 
 
@@ -200,11 +189,7 @@ def _quantified_count_goes_to_the_split() -> None:
     model = extend(drop_properties(load_spec(ROOT / "specs" / "msi_directory.coh"),
                                    ["coherent"]),
                    Path(ROOT / "results" / "infer" / "msi_directory_completed.aux").read_text())
-    ob = param.Obligations(model)
-    label = "Cache.message Inv in S"
-    g = next(g for g in range(1, ob.groups)
-             if f"{ob.acts[g - 1][0].name}.{param._label(ob.acts[g - 1][1])}" == label)
-    q = next(q for q in ob.group(g) if q.goal == "invariant:inferred_30")
+    q = action_query(model, "Cache.message Inv in S", "invariant:inferred_30")
     goal = q.assertions[-1]
     assert counts_anywhere(goal) and not card_terms([goal])
     assert not counts_anywhere(z3.Not(z3.Int("x") == 1))

@@ -7,9 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 import z3
-from helpers import ROOT, in_fresh_interpreter
+from helpers import ROOT, action_query, in_fresh_interpreter
 
 from coherence.smt import param
+from coherence.smt.param_count import subterms
 from coherence.spec.load import extend, load_spec
 from coherence.spec.select import drop_properties
 
@@ -24,19 +25,8 @@ invariant aux data_any: forall i: agent :: inflight(Data, i) -> Cache[i].state !
 
 
 def _bound_names(f: Any) -> set[str]:
-    out: set[str] = set()
-    todo, seen = [f], set()
-    while todo:
-        x = todo.pop()
-        if x.get_id() in seen:
-            continue
-        seen.add(x.get_id())
-        if z3.is_quantifier(x):
-            out |= {x.var_name(k) for k in range(x.num_vars())}
-            todo.append(x.body())
-        elif z3.is_app(x):
-            todo.extend(x.children())
-    return out
+    return {q.var_name(k) for q in subterms(f) if z3.is_quantifier(q)
+            for k in range(q.num_vars())}
 
 
 def test_only_a_type_the_caches_send_has_a_quantified_source() -> None:
@@ -61,11 +51,7 @@ def test_msi_goal_with_an_inv_in_flight_is_proved_by_one_solver() -> None:
 
 def _inv_in_flight_goal() -> None:
     model = extend(drop_properties(load_spec(MSI), ["coherent"]), MSI_LINES.read_text())
-    ob = param.Obligations(model)
-    label = "Cache.message Inv in S"
-    g = next(g for g in range(1, ob.groups)
-             if f"{ob.acts[g - 1][0].name}.{param._label(ob.acts[g - 1][1])}" == label)
-    q = next(q for q in ob.group(g) if q.goal == "invariant:inferred_41")
+    q = action_query(model, "Cache.message Inv in S", "invariant:inferred_41")
     solver = z3.Solver()
     solver.set("rlimit", 20_000_000)
     solver.add(*q.quantified)

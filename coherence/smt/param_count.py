@@ -28,6 +28,7 @@ Each solver sees as much of the meaning of ``card`` as it can use soundly:
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from typing import Any
 
 import attrs
@@ -164,23 +165,27 @@ def card_terms(formulas: list[Any]) -> list[Any]:
     return [t for t in _ground_subterms(formulas) if is_card(t)]
 
 
-def counts_anywhere(formula: Any) -> bool:
-    """Whether ``formula`` applies ``card`` anywhere, under its quantifiers too (``card_terms``
-    sees only the ground ones): MSI's ``forall i :: acks == count(y :: ...i...)``."""
+def subterms(t: Any) -> Iterator[Any]:
+    """Every distinct subterm of ``t``, under its quantifiers too (a quantifier, then its
+    body), each once, depth first."""
     seen: set[int] = set()
-    todo = [formula]
+    todo = [t]
     while todo:
         x = todo.pop()
         if x.get_id() in seen:
             continue
         seen.add(x.get_id())
+        yield x
         if z3.is_quantifier(x):
             todo.append(x.body())
         elif z3.is_app(x):
-            if is_card(x):
-                return True
             todo.extend(x.children())
-    return False
+
+
+def counts_anywhere(formula: Any) -> bool:
+    """Whether ``formula`` applies ``card`` anywhere, under its quantifiers too (``card_terms``
+    sees only the ground ones): MSI's ``forall i :: acks == count(y :: ...i...)``."""
+    return any(is_card(x) for x in subterms(formula))
 
 
 def ground_nodes(formulas: list[Any], limit: int = 24) -> list[Any]:
@@ -286,22 +291,9 @@ def _named_nodes(t: Any) -> set[int]:
     """The ids of the ``Node`` constants a card term's set mentions, but the home and
     "undefined" (every set of agents mentions them)."""
     skip = {HOME.get_id(), UNDEF_N.get_id()}
-    out: set[int] = set()
-    seen: set[int] = set()
-    todo = [t]
-    while todo:
-        x = todo.pop()
-        if x.get_id() in seen:
-            continue
-        seen.add(x.get_id())
-        if z3.is_quantifier(x):
-            todo.append(x.body())
-        elif z3.is_app(x):
-            if (x.num_args() == 0 and x.sort() == NODE and x.get_id() not in skip
-                    and x.decl().kind() == z3.Z3_OP_UNINTERPRETED):
-                out.add(x.get_id())
-            todo.extend(x.children())
-    return out
+    return {x.get_id() for x in subterms(t)
+            if z3.is_app(x) and x.num_args() == 0 and x.sort() == NODE
+            and x.get_id() not in skip and x.decl().kind() == z3.Z3_OP_UNINTERPRETED}
 
 
 def exact(t: Any, elems: list[Any], expand: Any) -> Any:
