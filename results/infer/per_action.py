@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import select
 import time
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,9 @@ def main() -> None:
     ap.add_argument("--actions-from", metavar="JSONL",
                     help="an earlier run's output: the same actions, in its order (to compare "
                          "two encodings or line sets side by side)")
+    ap.add_argument("--out-dir", metavar="DIR",
+                    help="each action's line is also written to DIR/<n>.json as soon as its "
+                         "process ends, so an outer timeout keeps what finished")
     args = ap.parse_args()
     t0 = time.perf_counter()
     model = extend(drop_properties(load_spec(args.spec), args.skip),
@@ -109,22 +113,29 @@ def main() -> None:
                                  "pre": getattr(o.cti, "pre", None)})
             unknown = [o.goal for o in outs if o.kind == "unknown" and "--timeout" not in
                        o.message]
-            os.write(w, json.dumps({"action": labels[g], "outcomes": kinds,
-                                    "unknown": unknown[:20], "ctis": ctis[:5]}).encode())
+            line = json.dumps({"action": labels[g], "outcomes": kinds,
+                               "unknown": unknown[:20], "ctis": ctis[:5]})
+            if args.out_dir:
+                Path(args.out_dir, f"{g}.json").write_text(line + "\n")
+            os.write(w, line.encode())
             os.close(w)
             os._exit(0)
         os.close(w)
         pids[pid] = r
-    for pid, r in pids.items():
-        chunks = []
-        while True:
+    # Whichever process ends first is printed first: one slow action does not hide the rest.
+    chunks: dict[int, list[bytes]] = {r: [] for r in pids.values()}
+    pid_of = {r: pid for pid, r in pids.items()}
+    while chunks:
+        ready, _, _ = select.select(list(chunks), [], [])
+        for r in ready:
             b = os.read(r, 1 << 16)
-            if not b:
-                break
-            chunks.append(b)
-        os.waitpid(pid, 0)
-        print(b"".join(chunks).decode() or json.dumps({"pid": pid, "result": None}),
-              flush=True)
+            if b:
+                chunks[r].append(b)
+                continue
+            os.waitpid(pid_of[r], 0)
+            print(b"".join(chunks.pop(r)).decode()
+                  or json.dumps({"pid": pid_of[r], "result": None}), flush=True)
+            os.close(r)
 
 
 if __name__ == "__main__":
