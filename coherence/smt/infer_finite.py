@@ -70,7 +70,8 @@ class AtomTerms:
     ``glob[c]``, ``agent[c][k]`` (agent ``k``), ``msg[T][p][c]`` (message place ``p``), each a
     pair (value, cannot-be-evaluated); ``places[T][p]`` says whether place ``p`` holds a T."""
 
-    def __init__(self, enc: Encoder, exprs: dict[tuple[str, int], ir.Expr], state: Any) -> None:
+    def __init__(self, enc: Encoder, exprs: dict[tuple[str, int], ir.Expr], state: Any,
+                 tpl: Templates | None = None) -> None:
         self.glob: dict[int, tuple[Any, Any]] = {}
         self.agent: dict[int, list[tuple[Any, Any]]] = {}
         self.rel: dict[int, dict[tuple[int, int], tuple[Any, Any]]] = {}  # relation, (x, y)
@@ -93,9 +94,40 @@ class AtomTerms:
                       if not z3.is_false(present) and _possible(possible, name, b[0], b[1])]
             self.places[name] = [present for present, _b in places]
             cols = [c for (kind, c) in exprs if kind == f"msg {name}"]
+            same = self._agent_columns(tpl, name, cols)
             self.msg[name] = [
-                {c: _eval(ex, exprs[(f"msg {name}", c)], {"m": binding}) for c in cols}
+                {c: self._at_endpoint(same, c, binding, enc.n)
+                 or _eval(ex, exprs[(f"msg {name}", c)], {"m": binding}) for c in cols}
                 for _present, binding in places]
+
+    def _agent_columns(self, tpl: Templates | None, message: str, cols: list[int]
+                       ) -> dict[int, tuple[int, int]]:
+        """NOTE(infer-endpoint-atoms): a message column that is an agent atom read at the
+        message's source or destination: column -> (0 source or 1 destination, the agent
+        column). Where the place's endpoint is a known agent (a keyed slot), the column's
+        terms are that agent's, already made: MESI's message templates repeat every agent
+        atom (counts of messages of other types among them) at both endpoints, and
+        evaluating each again per place took the encoding past 15 minutes."""
+        if tpl is None:
+            return {}
+        position = {id(a): k for k, a in enumerate(tpl.voc.agent)}
+        slots = tpl.slots[f"msg {message}"]
+        out: dict[int, tuple[int, int]] = {}
+        for c in cols:
+            atom, where = slots[c]
+            if where in ("src", "dst") and id(atom) in position:
+                out[c] = (0 if where == "src" else 1, position[id(atom)])
+        return out
+
+    def _at_endpoint(self, same: dict[int, tuple[int, int]], c: int, binding: Any,
+                     n: int) -> tuple[Any, Any] | None:
+        if c not in same:
+            return None
+        end, k = same[c]
+        agent = conc(binding[end])
+        if agent is None or not 0 <= agent < n:
+            return None
+        return self.agent[k][agent]
 
 
 class _Exec(Exec):
@@ -111,6 +143,7 @@ class _Exec(Exec):
         self._places: dict[str, Any] = {}
         self._counts: dict[Any, tuple[Any, list[Any]]] = {}
         self._counting = 0  # counts being built around the current expression
+        self._free: dict[int, tuple[Any, frozenset[str]]] = {}
 
     def messages(self, message: str) -> Any:
         if message not in self._places:
@@ -135,7 +168,13 @@ class _Exec(Exec):
         return self._once(e, c, super().msg_quant)
 
     def _once(self, e: Any, c: Any, build: Callable[[Any, Any], Any]) -> Any:
-        key = (e, _binding_key(self.locals))  # structural: the same count in two atoms
+        # structural: the same count in two atoms; keyed by the variables it reads, not by
+        # every one around it (MSI's ``forall z :: m.dst == z -> Cache[z].acks + m.acks ==
+        # count(...z...)`` counts alike for every message slot ``m``: 5x faster)
+        if id(e) not in self._free:
+            self._free[id(e)] = (e, _free_locals(e))  # e kept: its id stays its own
+        free = self._free[id(e)][1]
+        key = (e, _binding_key({k: v for k, v in self.locals.items() if k in free}))
         if key not in self._counts:
             # its errors under "true", each put under the caller's path condition below
             start = len(self.errs)
@@ -146,6 +185,23 @@ class _Exec(Exec):
         for bad in errs:
             self.error(c, bad)
         return value
+
+
+_BINDERS = (ir.Quant, ir.Count, ir.MsgQuant)
+
+
+def _free_locals(e: Any) -> frozenset[str]:
+    """The names of the quantifier variables and bound messages ``e`` reads unbound."""
+    if isinstance(e, ir.Local):
+        return frozenset([e.name])
+    if isinstance(e, ir.MsgVarAttr):
+        return frozenset([e.var])
+    if isinstance(e, tuple):
+        return frozenset().union(*map(_free_locals, e))
+    if not attrs.has(type(e)):
+        return frozenset()
+    out = frozenset().union(*(_free_locals(getattr(e, f.name)) for f in attrs.fields(type(e))))
+    return out - {e.var} if isinstance(e, _BINDERS) else out
 
 
 def _binding_key(x: Any) -> Any:
@@ -501,8 +557,8 @@ def encode_instance(model: ir.Model, tpl: Templates, agents: int = 4) -> Instanc
     cur = _substituted(system.cur, fixed)
     nxt = _substituted(system.nxt, fixed)
     exprs = atom_exprs(inst, tpl)
-    at_cur = AtomTerms(enc, exprs, cur)
-    at_nxt = AtomTerms(enc, exprs, nxt)
+    at_cur = AtomTerms(enc, exprs, cur, tpl)
+    at_nxt = AtomTerms(enc, exprs, nxt, tpl)
     targets: dict[str, tuple[Any, Any]] = {}  # name -> (bad at cur, bad at nxt)
     for (kind, name), (bad, _extra) in system.groups.items():
         if kind == "deadlock":
