@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from coherence.cli import main
-from coherence.smt import param
+from coherence.smt import param, tables
 from coherence.smt.param import obligations, prove_all
 from coherence.spec.load import load_spec, load_spec_text
 
@@ -36,12 +36,25 @@ def _init_query(goal: str) -> param.Query:
 def test_the_cards_witnesses_are_needed_to_count_an_empty_network(monkeypatch: pytest.MonkeyPatch
                                                                   ) -> None:
     """At init no agent has a request in flight, but only the networks' quantified
-    hypotheses say so: the count is 0 only with them instantiated at the card's witnesses."""
+    hypotheses say so: the count is 0 only with them instantiated at the card's witnesses.
+    The card is over the requests' destinations, which the encoding quantifies for a type
+    not every send of which names the home; ``Req``'s do, so that is switched off here."""
     q = _init_query("invariant:one_request")
     assert q.counts and q.reads_counts
     assert param.Grounded(q).proves(q.assertions[-1])
+    monkeypatch.setattr(tables, "messages_to_home", lambda *_a: set())
+    q = _init_query("invariant:one_request")
+    assert param.Grounded(q).proves(q.assertions[-1])
     monkeypatch.setattr(param.Grounded, "_with_witnesses", lambda *_a: False)
     assert not param.Grounded(q).proves(q.assertions[-1])
+
+
+def test_a_request_counted_at_its_source_needs_no_card(monkeypatch: pytest.MonkeyPatch) -> None:
+    """NOTE(home-sources): with the home as the requests' destination, ``count(m: Req ::
+    m.src == i)`` is one place, no card, and no witness is needed."""
+    monkeypatch.setattr(param.Grounded, "_with_witnesses", lambda *_a: False)
+    q = _init_query("invariant:one_request")
+    assert param.Grounded(q).proves(q.assertions[-1])
 
 
 def test_a_spec_that_counts_only_agents_is_not_flagged() -> None:

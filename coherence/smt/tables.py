@@ -19,6 +19,7 @@ class ModelTables:
         self.var_slot = self.sem.var_slot
         self.field_pos = self.sem.field_pos
         self.senders = message_senders(model, self.msg_index)
+        self.to_home = messages_to_home(model, self.msg_index)
 
 
 def message_senders(model: ir.Model,
@@ -31,3 +32,21 @@ def message_senders(model: ir.Model,
                 if isinstance(st, (ir.Send, ir.Broadcast)):
                     out[msg_index[st.message]].add(machine.kind)
     return out
+
+
+def messages_to_home(model: ir.Model, msg_index: dict[str, int]) -> set[int]:
+    """NOTE(home-sources): the message types every send of which names ``home`` itself as its
+    destination (requests to a directory): each such message in flight is the home's. Empty
+    in a hierarchical spec, which has no home."""
+    home_only: dict[int, bool] = {}
+    for machine in model.machines:
+        for tr in machine.transitions:
+            for st in ir.walk_stmts(tr.body):
+                if isinstance(st, ir.Send):
+                    to_home = (isinstance(st.dst, ir.Lit) and isinstance(st.dst.type, ir.NodeT)
+                               and st.dst.value == st.dst.type.n)
+                    t = msg_index[st.message]
+                    home_only[t] = home_only.get(t, True) and to_home
+                elif isinstance(st, (ir.Broadcast, ir.Multicast)):
+                    home_only[msg_index[st.message]] = False
+    return {t for t, only in home_only.items() if only}
