@@ -320,6 +320,24 @@ def test_a_dropped_target_is_said_when_it_breaks(mined_at_2: tuple[list[Candidat
         assert any(f"target {t} dropped at query" in line for line in said), (t, said)
 
 
+def test_progress_is_said_every_ten_queries_while_candidates_are_picked(
+        mined_at_2: tuple[list[Candidate], Templates]) -> None:
+    """The selection's progress comes every ten queries, picks too: it came only where a
+    tenth query dropped candidates, so MSI's and MESI's Houdini (minutes of picks) said
+    nothing for 6 minutes."""
+    from coherence.smt.infer_finite import houdini_finite
+    cands, tpl = mined_at_2
+    said: list[str] = []
+    result = houdini_finite(_acked(), cands, tpl, 3, progress=said.append,
+                            rlimit=20_000_000)
+    counts = [int(line.split(" after ")[1].split()[0]) for line in said
+              if " alive after " in line]
+    assert result.stats["selection_queries"] >= 20
+    assert counts and counts == sorted(counts)
+    assert all(b - a >= 10 for a, b in zip([0, *counts], counts, strict=False))
+    assert counts[0] <= 11
+
+
 def test_a_query_past_its_first_units_is_asked_again_on_a_fresh_solver(
         monkeypatch: pytest.MonkeyPatch) -> None:
     # NOTE(houdini-retry): with a first try too small for most queries, each is asked again

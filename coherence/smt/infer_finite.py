@@ -915,9 +915,14 @@ class _Lazy:
             self._encode(k)
         order = sorted(alive, key=lambda k: (cands[k].size, _KIND_RANK.get(cands[k].kind, 3),
                                              k))
+        said = self.queries
         while True:
             if self._query(chosen, live_t) == z3.unsat:
                 return chosen, alive, failed
+            if self.queries - said >= 10:  # a pick or a drop: MSI's picks alone run minutes
+                said = self.queries
+                say(f"Houdini at {n} agents: {len(chosen)} chosen, {len(alive)} alive after "
+                    f"{self.queries} queries")
             value = self.witnesses[-1]  # the model of this query's answer
             pick = next((k for k in order if k in alive and k not in chosen
                          and not holds(cands[k], tpl, self.at_cur, n, value)), None)
@@ -941,9 +946,6 @@ class _Lazy:
                 failed.append(t)
                 # said at once: a long run (MSI's, half an hour) shows which target broke
                 say(f"Houdini at {n} agents: target {t} dropped at query {self.queries}")
-            if self.queries % 10 == 0:
-                say(f"Houdini at {n} agents: {len(chosen)} chosen, {len(alive)} alive after "
-                    f"{self.queries} queries")
 
 
 _KIND_RANK = {"global": 0, "agent": 1, "pair": 2, "triple": 3}
