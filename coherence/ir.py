@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterator
+from typing import Any
 
 import attrs
 
@@ -583,6 +584,33 @@ def walk_stmts(stmts: tuple[Stmt, ...]) -> Iterator[Stmt]:
             yield from walk_stmts(s.orelse)
         elif isinstance(s, For):
             yield from walk_stmts(s.body)
+
+def free_names(e: Expr) -> tuple[dict[str, Type], list[str]]:
+    """The locals (name -> type) and the messages bound by ``forall m: Msg`` that ``e`` reads
+    but does not bind itself, in order of first use: what a message count's Murphi function
+    needs as parameters (NOTE(message-count)), and what a count built once per binding is
+    keyed by (NOTE(infer-endpoint-atoms))."""
+    local_types: dict[str, Type] = {}
+    mvars: list[str] = []
+
+    def go(node: Any, bound: frozenset[str]) -> None:
+        if isinstance(node, Local):
+            if node.name not in bound:
+                local_types.setdefault(node.name, node.type)
+        elif isinstance(node, MsgVarAttr):
+            if node.var not in bound and node.var not in mvars:
+                mvars.append(node.var)
+        elif isinstance(node, (Quant, Count, MsgQuant)):
+            go(node.body, bound | {node.var})
+        elif isinstance(node, tuple):
+            for x in node:
+                go(x, bound)
+        elif attrs.has(type(node)) and not isinstance(node, Span):
+            for f in attrs.fields(type(node)):
+                go(getattr(node, f.name), bound)
+    go(e, frozenset())
+    return local_types, mvars
+
 
 # ---------------------------------------------------------------- declarations
 

@@ -123,7 +123,7 @@ def count_parameters(e: ir.MsgQuant, ctx: Any, inner: Any,
     """(parameters, arguments) of a message count's Murphi function (NOTE(message-count)):
     the locals its body reads, then the binders of the enclosing messages it reads, whose
     bindings are copied from ``ctx`` into the function's context ``inner``."""
-    local_types, outer = free_names(e)
+    local_types, outer = ir.free_names(e)
     params = [f"l_{x}: {type_text(t)}" for x, t in local_types.items()]
     args = [f"l_{x}" for x in local_types]
     for v in outer:
@@ -131,32 +131,6 @@ def count_parameters(e: ir.MsgQuant, ctx: Any, inner: Any,
         params += ctx.mbinders[v]
         args += [b.split(":")[0] for b in ctx.mbinders[v]]
     return params, args
-
-
-def free_names(e: ir.Expr) -> tuple[dict[str, ir.Type], list[str]]:
-    """The locals (name -> type) and the messages bound by ``forall m: Msg`` that ``e`` reads
-    but does not bind itself, in order of first use: what a message count's Murphi function
-    needs as parameters (NOTE(message-count))."""
-    local_types: dict[str, ir.Type] = {}
-    mvars: list[str] = []
-
-    def go(node: Any, bound: frozenset[str]) -> None:
-        if isinstance(node, ir.Local):
-            if node.name not in bound:
-                local_types.setdefault(node.name, node.type)
-        elif isinstance(node, ir.MsgVarAttr):
-            if node.var not in bound and node.var not in mvars:
-                mvars.append(node.var)
-        elif isinstance(node, (ir.Quant, ir.Count, ir.MsgQuant)):
-            go(node.body, bound | {node.var})
-        elif isinstance(node, tuple):
-            for x in node:
-                go(x, bound)
-        elif attrs.has(type(node)) and not isinstance(node, Span):
-            for f in attrs.fields(type(node)):
-                go(getattr(node, f.name), bound)
-    go(e, frozenset())
-    return local_types, mvars
 
 
 def count_fn(fns: dict[str, str], stem: str, params: list[str], bound: int,

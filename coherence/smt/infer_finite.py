@@ -187,21 +187,10 @@ class _Exec(Exec):
         return value
 
 
-_BINDERS = (ir.Quant, ir.Count, ir.MsgQuant)
-
-
 def _free_locals(e: Any) -> frozenset[str]:
     """The names of the quantifier variables and bound messages ``e`` reads unbound."""
-    if isinstance(e, ir.Local):
-        return frozenset([e.name])
-    if isinstance(e, ir.MsgVarAttr):
-        return frozenset([e.var])
-    if isinstance(e, tuple):
-        return frozenset().union(*map(_free_locals, e))
-    if not attrs.has(type(e)):
-        return frozenset()
-    out = frozenset().union(*(_free_locals(getattr(e, f.name)) for f in attrs.fields(type(e))))
-    return out - {e.var} if isinstance(e, _BINDERS) else out
+    names, messages = ir.free_names(e)
+    return frozenset([*names, *messages])
 
 
 def _binding_key(x: Any) -> Any:

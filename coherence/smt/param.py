@@ -1904,6 +1904,7 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
             if _check(quick)[0] == z3.unsat:
                 return z3.unsat, None, ""
         flat_step = step and q.shape is None
+        counting_goal = False  # a count anywhere in the goal (asked once the quick try fails)
         if flat_step:
             # NOTE(count-quick-first): the action's incremental solver, cards uninterpreted,
             # before the ground try: it proves most of MSI's goals within 1 s each, where the
@@ -1918,6 +1919,7 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
                 grounded.stale = True  # NOTE(incremental-reset)
             if incremental == z3.unsat:
                 return z3.unsat, None, ""
+            counting_goal = counts_anywhere(q.assertions[-1])
             # NOTE(goal-split): for a goal that counts only; on the others the fresh try
             # below is as quick, and a split that fails costs its queries (CI's default tier
             # took 25 min with the split on every goal, 16.5 min on the commit before it)
@@ -1925,7 +1927,7 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
             # (``card_terms`` sees only ground ones): MSI's `inferred_30` at `Inv in S` went
             # to the ground try and the long tries (unknown after 182 s) where the split
             # proves it in 1.3 s
-            if counts_anywhere(q.assertions[-1]) and _split(q, budget):
+            if counting_goal and _split(q, budget):
                 return z3.unsat, None, ""
         grounded = grounded if grounded is not None else Grounded(q)
         # NOTE(count-fresh-first): then a fresh solver, still before the ground try: on MSI's
@@ -1954,7 +1956,7 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
         # NOTE(split-late): a goal that does not count, part by part, once the quick tries
         # gave up on it (MSI's `inferred_58` at `Evict in M`: 0.3 s, unknown after 168 s of
         # the tries below)
-        if flat_step and not counts_anywhere(q.assertions[-1]) and _split(q, budget):
+        if flat_step and not counting_goal and _split(q, budget):
             return z3.unsat, None, ""
         # NOTE(count-skolem-venn): the quantified solver with the goal's witnesses and the
         # Venn axioms quantified per node (after the fresh try since the counted sets are
