@@ -93,7 +93,7 @@ def _infer(model: ir.Model, options: InferOptions | None,
     from coherence.smt.infer_finite import Instance, encode_instance, houdini_finite
     from coherence.smt.infer_mine import Templates, explore, mine
     from coherence.smt.infer_qf import houdini_qf
-    from coherence.smt.infer_repair import ROUNDS, action_atoms, related, repairs
+    from coherence.smt.infer_repair import ROUNDS, action_atoms, localized, related, repairs
     from coherence.smt.param import ParamEncoder
     from coherence.spec.load import extend
     opts = options or InferOptions()
@@ -172,6 +172,8 @@ def _infer(model: ir.Model, options: InferOptions | None,
                    for n, k in zip(_names(taken, len(chosen)), chosen, strict=True)}
         unknown = [(line_of[u.goal], action_atoms(u.machine, u.cache, u.states))
                    for u in proof.unknown_goals if u.goal in line_of]
+        # NOTE(infer-repair-localized): first its form about this agent's own messages
+        added += localized(cands, h.alive, [*chosen, *added], [k for k, _at in unknown])
         added += related(cands, h.alive, [*chosen, *added], unknown)
         if not added or (left is not None and left <= 0):
             break

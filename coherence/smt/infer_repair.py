@@ -28,6 +28,7 @@ ROUNDS = 3  # proofs again, at most
 # in one form: ``Dir.owner == {x}`` in an agent's line is ``Dir.owner == {m}.src`` in a line
 # about messages whose source is that agent
 _PLACEHOLDER = re.compile(r"\{[a-z]\}(\.\w+)?")
+_NO_MESSAGE = re.compile(r"inflight\((\w+)\)")  # a message type's atom (any endpoints)
 
 
 def repairs(cands: list[Candidate], alive: Iterable[int], taken: Iterable[int],
@@ -76,6 +77,39 @@ def related(cands: list[Candidate], alive: Iterable[int], taken: Iterable[int],
     return out
 
 
+def localized(cands: list[Candidate], alive: Iterable[int], taken: Iterable[int],
+              unknown: Iterable[int]) -> list[int]:
+    """NOTE(infer-repair-localized): indices of ``alive`` candidates (not ``taken``) that are
+    a line left unknown with one "no ``T`` in flight" made "no ``T`` in flight to this
+    agent": ``forall i :: !inflight(Inv) && S(i) -> i in sharers`` (MSI's ``inferred_51``)
+    becomes ``forall i :: S(i) && !(i in sharers) -> inflight(Inv, i)``. The second implies
+    the first (a message to ``i`` is a message) and, unlike it, says something in the states
+    where other agents' messages are in flight: at `Inv in S`, the action that takes the
+    last ``Inv``, the first holds of no agent before it and so says nothing of any after. With
+    the 284 lines of ``results/infer/msi_directory_putback.aux`` that obligation is unknown
+    after 186 s; with the localized line added, proved in 8.6 s (results/infer/README.md,
+    "Session 24"). One-agent lines only (in a line about two agents, which one?)."""
+    pool = set(alive) - set(taken)
+    by_key: dict[frozenset[tuple[str, bool]], int] = {}
+    for k in sorted(pool):
+        if cands[k].kind == "agent":
+            by_key.setdefault(_literals(cands[k]), k)
+    out: list[int] = []
+    for goal in unknown:
+        if cands[goal].kind != "agent":
+            continue
+        lits = _literals(cands[goal])
+        for text, positive in sorted(lits):
+            found = _NO_MESSAGE.fullmatch(text)
+            if found is None or positive:  # only "none in flight" gets stronger this way
+                continue
+            key = (lits - {(text, positive)}) | {(f"inflight({found[1]}, @)", positive)}
+            k = by_key.get(key)
+            if k is not None and k != goal and k not in out:
+                out.append(k)
+    return out
+
+
 def action_atoms(machine: str, cache: bool, states: Iterable[str]) -> frozenset[str]:
     """The atoms (in ``_atoms``' form) that an action's source states make true."""
     at = f"{machine}[@].state" if cache else f"{machine}.state"
@@ -84,3 +118,8 @@ def action_atoms(machine: str, cache: bool, states: Iterable[str]) -> frozenset[
 
 def _atoms(c: Candidate) -> frozenset[str]:
     return frozenset(_PLACEHOLDER.sub("@", atom.text) for atom, _where, _pos in c.lits)
+
+
+def _literals(c: Candidate) -> frozenset[tuple[str, bool]]:
+    """``c``'s conjunction as (atom in ``_atoms``' form, positive) pairs."""
+    return frozenset((_PLACEHOLDER.sub("@", atom.text), pos) for atom, _where, pos in c.lits)
