@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import pytest
 import z3
 from helpers import PROOF_RLIMIT, ROOT, SPECS, action_query, in_fresh_interpreter
 
@@ -258,3 +259,60 @@ def test_the_split_comes_first_once_it_has_won_in_the_action(monkeypatch: Any) -
     grounded.fresh_misses = 0  # NOTE(count-fresh-first): the fresh try is asked again
     answer, at = settle()  # failed first more often than it won: late again
     assert answer != z3.unsat and at == late and calls.count("split") == 1
+
+
+def test_witness_axioms_follow_from_what_the_query_holds() -> None:
+    """NOTE(split-witness-axioms): each axiom is valid (an existential's instance) or an
+    instance of a hypothesis at the part's own witness; the part's nodes are its witnesses
+    and the small context's constants."""
+    p = z3.Function("p", NODE, z3.BoolSort())
+    r = z3.Function("r", NODE, NODE, z3.BoolSort())
+    x, y = z3.Consts("x y", NODE)
+    a, w = z3.Consts("a w", NODE)
+    refuted = z3.And(z3.Not(z3.Exists([x], p(x))), z3.Not(r(w, a)),
+                     z3.Exists([x, y], r(x, y)),
+                     z3.ForAll([x], z3.Exists([y], r(x, y))))  # not closed: no axiom
+    small = [p(a)]
+    hypothesis = z3.ForAll([x, y], z3.Implies(p(x), r(x, y)))
+    axioms = goal_split.witness_axioms(refuted, small, [z3.And(p(a), hypothesis)])
+    # p: 2 terms (a, w); r: 2 x 2 pairs; the hypothesis at w, once per variable
+    assert len(axioms) == 2 + 4 + 2
+    for axiom in axioms[:6]:
+        solver = z3.Solver()
+        solver.add(z3.Not(axiom))
+        assert solver.check() == z3.unsat, axiom
+    for axiom in axioms[6:]:
+        solver = z3.Solver()
+        solver.add(hypothesis, z3.Not(axiom))
+        assert solver.check() == z3.unsat, axiom
+        assert "w" in str(axiom)
+    assert goal_split.witness_axioms(z3.Not(r(w, a)), small, []) == []
+
+
+def test_witness_axioms_prove_msi_inferred_51_at_inv_in_s() -> None:
+    """MSI's `inferred_51` at `Inv in S` ("no Inv in flight" once the action takes one):
+    unknown after 186 s of the proof's tries with msi_directory_putback.aux, proved by the
+    split with the witness axioms (4x the tests' units: at 1x it passed or failed with the
+    process's history; in a fresh interpreter for the same reason)."""
+    in_fresh_interpreter("test_goal_split", "_split_on_inferred_51", "with")
+
+
+@pytest.mark.slow
+def test_without_witness_axioms_msi_inferred_51_is_not_proved() -> None:
+    """The same split without the axioms, the same units: not proved (it is what makes the
+    test above able to fail)."""
+    in_fresh_interpreter("test_goal_split", "_split_on_inferred_51", "without")
+
+
+def _split_on_inferred_51(axioms: str) -> None:
+    from pathlib import Path
+
+    from coherence.spec.load import load_spec
+    model = extend(drop_properties(load_spec(ROOT / "specs" / "msi_directory.coh"),
+                                   ["coherent"]),
+                   Path(ROOT / "results" / "infer" / "msi_directory_putback.aux").read_text())
+    q = action_query(model, "Cache.message Inv in S", "invariant:inferred_51")
+    if axioms == "without":
+        goal_split.witness_axioms = lambda *_a: []  # this interpreter's own
+    proved = param._split(q, Budget(None, 4 * PROOF_RLIMIT, time.perf_counter()))
+    assert proved == (axioms == "with")

@@ -14,3 +14,20 @@ UNDEF_N = z3.Const("undefined_node", NODE)
 
 def is_agent(x: Any) -> Any:
     return z3.And(x != HOME, x != UNDEF_N)
+
+
+def node_constants(t: Any) -> list[Any]:
+    """The uninterpreted ``Node`` constants of ``t`` outside its quantifiers."""
+    seen: set[int] = set()
+    out: list[Any] = []
+    todo = [t]
+    while todo:
+        x = todo.pop()
+        if x.get_id() in seen or z3.is_quantifier(x) or not z3.is_app(x):
+            continue
+        seen.add(x.get_id())
+        if (x.num_args() == 0 and x.sort() == NODE
+                and x.decl().kind() == z3.Z3_OP_UNINTERPRETED):
+            out.append(x)
+        todo.extend(x.children())
+    return out

@@ -37,7 +37,7 @@ from coherence.semantics import range_of
 from coherence.smt import interrupt
 from coherence.smt.alpha import alpha_equal
 from coherence.smt.execute import TRUE, Exec, all_of, any_of, arithmetic, b2i, truth
-from coherence.smt.nodes import HOME, NODE, UNDEF_N, is_agent
+from coherence.smt.nodes import HOME, NODE, UNDEF_N, is_agent, node_constants
 from coherence.smt.param_count import (
     INT,
     UNDEF_INT,
@@ -1781,9 +1781,9 @@ class Grounded:
         grounder = self.main[0] if self.main is not None else Grounder(NODE, self.terms)
         grounder.left = GROUND_INSTANCES
         try:
-            return _node_constants(grounder.goal(self._resolved(goal), self.pool))
+            return node_constants(grounder.goal(self._resolved(goal), self.pool))
         except TooLarge:
-            return _node_constants(goal)
+            return node_constants(goal)
 
     def _context(self, terms: list[Any]) -> tuple[Any, Any, list[Any]] | None:
         """(grounder, solver, (card terms, node terms) of the hypotheses) at ``terms``; None
@@ -1840,7 +1840,7 @@ class Grounded:
         constrain: they are instantiated at the Venn regions' witnesses too (a context per
         goal: one kept for the action's other goals left some of them unproved)."""
         known = {t.get_id() for t in grounder.terms}
-        witnesses = [c for c in _node_constants(z3.And(axioms)) if c.get_id() not in known]
+        witnesses = [c for c in node_constants(z3.And(axioms)) if c.get_id() not in known]
         context = self._context([*grounder.terms, *witnesses])
         if context is None:
             return False
@@ -1859,23 +1859,6 @@ class Grounded:
                 return False
             interrupt.cap(solver, left)
         return bool(interrupt.check(solver, *assumptions) == z3.unsat)
-
-
-def _node_constants(t: Any) -> list[Any]:
-    """The uninterpreted ``Node`` constants of ``t`` outside its quantifiers."""
-    seen: set[int] = set()
-    out: list[Any] = []
-    todo = [t]
-    while todo:
-        x = todo.pop()
-        if x.get_id() in seen or z3.is_quantifier(x) or not z3.is_app(x):
-            continue
-        seen.add(x.get_id())
-        if (x.num_args() == 0 and x.sort() == NODE
-                and x.decl().kind() == z3.Z3_OP_UNINTERPRETED):
-            out.append(x)
-        todo.extend(x.children())
-    return out
 
 
 def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
