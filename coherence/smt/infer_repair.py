@@ -104,9 +104,9 @@ def localized(cands: list[Candidate], alive: Iterable[int], taken: Iterable[int]
             if found is None or positive:  # only "none in flight" gets stronger this way
                 continue
             key = (lits - {(text, positive)}) | {(f"inflight({found[1]}, @)", positive)}
-            k = by_key.get(key)
-            if k is not None and k != goal and k not in out:
-                out.append(k)
+            hit = by_key.get(key)
+            if hit is not None and hit != goal and hit not in out:
+                out.append(hit)
     return out
 
 
