@@ -585,6 +585,7 @@ def walk_stmts(stmts: tuple[Stmt, ...]) -> Iterator[Stmt]:
         elif isinstance(s, For):
             yield from walk_stmts(s.body)
 
+
 def free_names(e: Expr) -> tuple[dict[str, Type], list[str]]:
     """The locals (name -> type) and the messages bound by ``forall m: Msg`` that ``e`` reads
     but does not bind itself, in order of first use: what a message count's Murphi function

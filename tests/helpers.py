@@ -439,10 +439,6 @@ def action_query(model: Any, action: str, goal: str) -> Any:
     (``Machine.label``, as the proof's progress names it)."""
     from coherence.smt import param
     ob = param.Obligations(model)
-    found = []
-    for g in range(1, ob.groups):
-        machine, tr = ob.acts[g - 1]
-        if f"{machine.name}.{param._label(tr)}" == action:
-            found += [q for q in ob.group(g) if q.goal == goal]
+    found = [q for g in ob.groups_of(action) for q in ob.group(g) if q.goal == goal]
     assert len(found) == 1, (action, goal, len(found))
     return found[0]

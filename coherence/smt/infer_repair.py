@@ -117,7 +117,7 @@ def action_atoms(machine: str, cache: bool, states: Iterable[str]) -> frozenset[
 
 
 def _atoms(c: Candidate) -> frozenset[str]:
-    return frozenset(_PLACEHOLDER.sub("@", atom.text) for atom, _where, _pos in c.lits)
+    return frozenset(text for text, _pos in _literals(c))
 
 
 def _literals(c: Candidate) -> frozenset[tuple[str, bool]]:

@@ -1267,6 +1267,15 @@ class Obligations:
     def groups(self) -> int:
         return 1 + len(self.acts)
 
+    def label(self, g: int) -> str:
+        """Group ``g``'s action as the proof's lines name it (``Machine.label``; g >= 1)."""
+        machine, tr = self.acts[g - 1]
+        return f"{machine.name}.{_label(tr)}"
+
+    def groups_of(self, action: str) -> list[int]:
+        """The groups of the action labelled ``action`` (``label``'s form)."""
+        return [g for g in range(1, self.groups) if self.label(g) == action]
+
     def group(self, g: int) -> list[Query]:
         if g not in self._built:
             self._built[g] = self._marked(self._action(g - 1))
@@ -1284,7 +1293,7 @@ class Obligations:
         enc, cur, shape, inv = self.enc, self.cur, self.shape, self.inv
         machine, tr = self.acts[i]
         ok, _err, succ, consts, dup = _step(enc, cur, machine, tr, f"a{i}")
-        label = f"{machine.name}.{_label(tr)}"
+        label = self.label(i + 1)
         base = [enc.nodes_apart(), enc.domain(cur), *bounds(card_terms([*inv, ok]))]
         anchor = [*base[:2], ok]  # the bounds depend on the hypotheses: among them
         out = []

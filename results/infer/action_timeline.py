@@ -60,8 +60,7 @@ def main() -> None:
     model = extend(drop_properties(load_spec(args.spec), args.skip),
                    Path(args.aux).read_text())
     ob = param.Obligations(model)
-    groups = [g for g, (m, tr) in enumerate(ob.acts, start=1)
-              if f"{m.name}.{param._label(tr)}" == args.action]
+    groups = ob.groups_of(args.action)
     if not groups:
         raise SystemExit(f"no action {args.action!r}")
     settle = param._settle

@@ -33,10 +33,7 @@ def main() -> None:
                    Path(args.aux).read_text())
     ob = param.Obligations(model)
     param.CTI_SECONDS = args.seconds
-    for g in range(1, ob.groups):
-        m, tr = ob.acts[g - 1]
-        if f"{m.name}.{param._label(tr)}" != args.action:
-            continue
+    for g in ob.groups_of(args.action):
         for q in ob.group(g):
             if q.goal != args.goal:
                 continue

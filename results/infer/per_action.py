@@ -73,8 +73,7 @@ def main() -> None:
                    Path(args.aux).read_text())
     ob = param.Obligations(model)
     recorded = _missing(args.cache)
-    labels = {g: f"action {m.name}.{param._label(tr)}" for g, (m, tr) in
-              enumerate(ob.acts, start=1)}
+    labels = {g: f"action {ob.label(g)}" for g in range(1, ob.groups)}
     passed_over: dict[str, set[str]] = {}
     if args.after:
         for line in Path(args.after).read_text().splitlines():

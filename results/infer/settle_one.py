@@ -40,13 +40,9 @@ def split(q, budget):
 
 
 param._split = split
-for gi in range(1, ob.groups):
-    m, tr = ob.acts[gi - 1]
-    act = f"{m.name}.{param._label(tr)}"
-    if act != action:
-        continue
+for gi in ob.groups_of(action):
     for q in ob.group(gi):
-        if q.goal != goal or q.what != f"action {act}":
+        if q.goal != goal or q.what != f"action {action}":
             continue
         budget = param.Budget(None, None, time.perf_counter())
         t = time.perf_counter()
