@@ -239,12 +239,12 @@ def test_minimising_in_the_narrower_search_keeps_the_same_candidates(
         return query(self, chosen, live_t, unknown_ok=unknown_ok)
 
     def twice(self: infer_finite._Lazy, chosen: set[int], live_t: set[str],
-              progress: object = None) -> set[int]:
-        narrow = minimize(self, chosen, live_t)
+              progress: object = None, only: set[int] | None = None) -> set[int]:
+        narrow = minimize(self, chosen, live_t, only=only)
         with monkeypatch.context() as m:
             m.setattr(infer_finite._Lazy, "_query", wide)
             self.witnesses.clear()  # every query of the wide run asked of Z3
-            pairs.append((narrow, minimize(self, chosen, live_t)))
+            pairs.append((narrow, minimize(self, chosen, live_t, only=only)))
         return narrow
     monkeypatch.setattr(infer_finite._Lazy, "minimize", twice)
     for spec in ("sharer_counter", "german"):
@@ -265,8 +265,9 @@ def test_candidates_the_others_imply_are_dropped_before_minimising(
     checked: list[int] = []
     implied = infer_finite._Lazy.implied
 
-    def verified(self: infer_finite._Lazy, chosen: set[int], live_t: set[str]) -> set[int]:
-        dropped = implied(self, chosen, live_t)
+    def verified(self: infer_finite._Lazy, chosen: set[int], live_t: set[str],
+                 only: set[int] | None = None) -> set[int]:
+        dropped = implied(self, chosen, live_t, only)
         kept = chosen - dropped
         for k in dropped:
             s = z3.SolverFor("QF_BV")
@@ -379,8 +380,8 @@ def test_a_minimisation_query_that_runs_out_keeps_its_candidate(
         return answer
 
     def kept(self: infer_finite._Lazy, chosen: set[int], live_t: set[str],
-             progress: object = None) -> set[int]:
-        out.append(minimize(self, chosen, live_t))
+             progress: object = None, only: set[int] | None = None) -> set[int]:
+        out.append(minimize(self, chosen, live_t, only=only))
         return out[-1]
     monkeypatch.setattr(infer_finite, "MINIMIZE_RLIMIT", 1_000)
     monkeypatch.setattr(infer_finite._Lazy, "_query", asked)
@@ -453,3 +454,44 @@ def test_a_weak_set_gets_a_verdict_not_a_replay_error(monkeypatch: pytest.Monkey
     assert dropped
     # a correct spec: never refuted; with the line gone its proof may not go through
     assert result.proof.verdict in ("holds", "unknown"), result.proof.reason
+
+
+def test_the_cutoff_completes_the_set_a_smaller_size_chose(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # NOTE(houdini-select-smaller): chosen and minimised at 3 agents, then completed at 4.
+    # Here the 3-agent minimisation loses the simplest line it kept (a set minimal at 3 agents
+    # needs each of its lines there), so the 4-agent selection must add what is missing, and
+    # only the additions are minimised there; what comes out is inductive at 4 and at 3
+    from coherence.smt import infer_finite
+    minimised = infer_finite._minimised
+    calls: list[tuple[int, set[int] | None, set[int]]] = []  # (agents, only, kept)
+
+    def losing(run: infer_finite._Lazy, at: infer_finite.Instance, chosen: set[int],
+               live_t: set[str], say: Callable[[str], None],
+               only: set[int] | None = None) -> tuple[set[int], set[int]]:
+        kept, implied = minimised(run, at, chosen, live_t, say, only)
+        if not calls:
+            kept = kept - {min(kept, key=lambda j: (run.cands[j].size, j))}
+        calls.append((run.n, only, kept))
+        return kept, implied
+    monkeypatch.setattr(infer_finite, "_minimised", losing)
+    model = load_spec(SHARER_COUNTER)
+    cands, _stats, tpl = mine(model, sizes=(2, 3))
+    result = infer_finite.houdini_finite(model, cands, tpl, 4, rlimit=20_000_000,
+                                         select_at=3)
+    assert not result.failed and result.stats["selected_at"] == 3
+    assert [(n, only is None) for n, only, _kept in calls] == [(3, True), (4, False)]
+    first_kept, added = calls[0][2], calls[1][1]
+    assert added and not added & first_kept  # the 4-agent selection added lines
+    assert calls[1][2] >= first_kept  # and minimised only those
+    assert houdini_step(model, cands, tpl, set(result.support), 4) == z3.unsat
+    assert houdini_step(model, cands, tpl, set(result.support), 3) == z3.unsat
+
+
+def test_without_a_smaller_size_the_set_is_chosen_at_the_cutoff() -> None:
+    from coherence.smt import infer_finite
+    model = load_spec(SHARER_COUNTER)
+    cands, _stats, tpl = mine(model, sizes=(2, 3))
+    result = infer_finite.houdini_finite(model, cands, tpl, 4, rlimit=20_000_000)
+    assert result.stats["selected_at"] == 4 and not result.failed
+    assert houdini_step(model, cands, tpl, set(result.support), 4) == z3.unsat

@@ -45,6 +45,7 @@ class InferOptions:
     rlimit: int = 2_000_000_000  # per Houdini query (quantifier-free: deterministic units)
     houdini: str = "finite"  # "finite" (infer_finite, at ``cutoff`` agents) or "qf"
     cutoff: int = 4  # agents of the finite Houdini's instance
+    select_at: int | None = 3
     timeout: float | None = None  # Houdini's and the final proof's, each (prove --timeout)
     final_rlimit: int | None = None  # the final proof's (prove --rlimit)
     # processes (prove --jobs, NOTE(forked-shares)): with 2 or more, a worker filters the
@@ -90,7 +91,12 @@ def infer(model: ir.Model, options: InferOptions | None = None,
 def _infer(model: ir.Model, options: InferOptions | None,
            progress: Callable[[str], None] | None,
            source: StateSource | None) -> InferResult:
-    from coherence.smt.infer_finite import Instance, encode_instance, houdini_finite
+    from coherence.smt.infer_finite import (
+        Instance,
+        encode_instance,
+        houdini_finite,
+        smaller_instance,
+    )
     from coherence.smt.infer_mine import Templates, explore, mine
     from coherence.smt.infer_qf import houdini_qf
     from coherence.smt.infer_repair import ROUNDS, action_atoms, localized, related, repairs
@@ -109,12 +115,16 @@ def _infer(model: ir.Model, options: InferOptions | None,
         return InferResult(proof, [], {}, f"no inference: {unsupported.message}", model)
     say("exploring small instances")
     instance: list[Instance | Unsupported] = []
+    smaller: dict[int, Instance | None] = {}
 
     def encode(tpl: Templates) -> None:  # beside the filter (NOTE(forked-shares))
         try:
             instance.append(encode_instance(model, tpl, opts.cutoff))
         except Unsupported as e:  # raised where Houdini runs, as it was
             instance.append(e)
+            return
+        for m in range(1, opts.cutoff):
+            smaller[m] = smaller_instance(model, tpl, m)
     finite = opts.houdini != "qf"
     cands, mstats, templates = mine(model, opts.sizes, opts.max_states, opts.explore_seconds,
                                     opts.literals, source=source or explore,
@@ -136,7 +146,8 @@ def _infer(model: ir.Model, options: InferOptions | None,
         try:
             h = houdini_finite(model, cands, templates, opts.cutoff, progress=say,
                                rlimit=opts.rlimit, seconds=opts.timeout,
-                               instance=instance[0] if instance else None)
+                               instance=instance[0] if instance else None,
+                               select_at=opts.select_at, smaller_instances=smaller)
         except Unsupported as e:  # out of units: no inferred line, the proof says the rest
             from coherence.smt.infer_finite import FiniteResult
             h = FiniteResult([], [], [e.message], {"queries": 0, "unknown": 1})

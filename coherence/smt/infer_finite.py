@@ -571,15 +571,27 @@ def encode_instance(model: ir.Model, tpl: Templates, agents: int = 4) -> Instanc
                     time.perf_counter() - t0)
 
 
+# NOTE(houdini-select-smaller): the set is chosen and minimised at ``select_at`` agents (3),
+# then the cutoff's selection starts from it and adds what its own counterexamples need, and
+# only those additions are minimised there. A query at 3 agents is cheaper than at 4, and the
+# chosen set comes out inductive at the cutoff and at every smaller size as before (the final
+# proof for every N decides anyway). German's Houdini took 3.9-4.1 s at the cutoff alone and
+# 2.1-2.9 s this way, side by side (results/infer/README.md, "Session 25"); both give 24 lines.
+# The instances below the cutoff are made beside the filter (``infer``'s ``encode``).
 def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agents: int = 4,
                    progress: Callable[[str], None] | None = None,
                    rlimit: int = CHECK_RLIMIT, seconds: float | None = None,
-                   instance: Instance | Unsupported | None = None) -> FiniteResult:
+                   instance: Instance | Unsupported | None = None,
+                   select_at: int | None = None,
+                   smaller_instances: dict[int, Instance | None] | None = None
+                   ) -> FiniteResult:
     """A small set of candidates (``support``) that, with the targets, is inductive at
     ``agents`` agents; ``alive`` is what no counterexample dropped. ``seconds``: a wall-clock
     cap on the whole selection (``prove --timeout``); past it, ``Unsupported``.
     ``instance``: ``encode_instance(model, tpl, agents)`` made earlier (or why it could not
-    be: raised here), else made here."""
+    be: raised here), else made here. ``select_at``: the size the set is chosen and minimised
+    at before the cutoff completes it (NOTE(houdini-select-smaller)); ``smaller_instances``:
+    instances below the cutoff made earlier (``smaller_instance``), by size."""
     say = progress or (lambda _s: None)
     if isinstance(instance, Unsupported):
         raise instance
@@ -591,46 +603,82 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
     # free every garbage term now, so the search starts alike whether the filter ran in this
     # process or in a worker (``prove --jobs``), and collections come at the same points after
     gc.collect()
-    run = _lazy_on(ins, cands, tpl, rlimit, None if seconds is None else t0 + seconds)
+    deadline = None if seconds is None else t0 + seconds
+    smaller = _Smaller(model, cands, tpl, rlimit, deadline, say)
+    smaller.instances.update(smaller_instances or {})
+    first = ins
+    if select_at is not None and 1 <= select_at < n:  # NOTE(houdini-select-smaller)
+        first = smaller._instance(select_at) or ins
+    forwards: dict[int, Forward] = {}  # NOTE(houdini-forward), per size
+
+    def on(at: Instance) -> _Lazy:
+        run = _lazy_on(at, cands, tpl, rlimit, deadline)
+        if at.enc.n not in forwards:
+            forwards[at.enc.n] = Forward(at.inst, tpl, cands)
+        fw = forwards[at.enc.n]
+        run.forward = lambda m, alive: fw.dropped(state_of(at.enc, m, at.cur), alive)
+        runs.append(run)
+        return run
+    runs: list[_Lazy] = []
+    run = on(first)
     t1 = time.perf_counter()
-    say(f"Houdini at {n} agents: {len(cands)} candidates, atoms encoded ({ins.seconds:.1f} s)")
-    forward = Forward(ins.inst, tpl, cands)  # NOTE(houdini-forward)
-    run.forward = lambda m, alive: forward.dropped(state_of(ins.enc, m, ins.cur), alive)
+    say(f"Houdini at {first.enc.n} agents: {len(cands)} candidates, atoms encoded "
+        f"({ins.seconds:.1f} s)")
     chosen, alive, failed = run.solve(say)
     t2 = time.perf_counter()
     picked = len(chosen)
-    # on a solver free of the selection's goals and learnt clauses: 2x faster
-    run.solver = z3.SolverFor("QF_BV")
-    run.solver.set("rlimit", rlimit)
-    run.solver.add(*ins.base, *[z3.Implies(run.ind[k], run.pre[k]) for k in chosen])
-    live_t = set(targets) - set(failed)
-    implied = run.implied(chosen, live_t)
-    chosen = run.minimize(chosen - implied, live_t, say)
+    chosen, implied = _minimised(run, first, chosen, set(targets) - set(failed), say)
+    if first is not ins:  # the cutoff completes what the smaller size chose
+        run = on(ins)
+        before = set(chosen)
+        chosen, alive, failed = run.solve(say, chosen, alive, failed)
+        picked += len(chosen - before)
+        if chosen - before:
+            chosen, more = _minimised(run, ins, chosen, set(targets) - set(failed), say,
+                                      only=chosen - before)
+            implied |= more
     minimized = len(chosen)
     t3 = time.perf_counter()
-    smaller = _Smaller(model, cands, tpl, rlimit, run.deadline, say)
     for _pass in range(SMALLER_PASSES):
         chosen, alive, failed, changed = smaller.complete(range(1, n), chosen, alive, failed)
         if not changed:
             break
         # what the smaller sizes added or dropped: the cutoff's selection again, from there
-        again = _lazy_on(ins, cands, tpl, rlimit, run.deadline)
-        again.forward = run.forward
-        before = (set(chosen), set(alive), list(failed))
+        again = on(ins)
+        before_pass = (set(chosen), set(alive), list(failed))
         chosen, alive, failed = again.solve(say, chosen, alive, failed)
-        run.queries += again.queries
-        if (chosen, alive, failed) == before:
+        if (chosen, alive, failed) == before_pass:
             break
     t4 = time.perf_counter()
-    stats = {"queries": run.queries, "selection_queries": run.picks, "unknown": 0,
-             "retries": run.retries, "kept_unknown": run.kept_unknown,
-             "implied": len(implied), "witnessed": run.witnessed,
-             "forward_states": forward.explored, "forward_disagreements": forward.disagreements,
-             "dropped": len(cands) - len(alive), "agents": n, "picked": picked,
-             "minimized": minimized, "smaller": smaller.stats, "final": len(chosen),
+    stats = {"queries": sum(r.queries for r in runs), "selection_queries": sum(
+                 r.picks for r in runs), "unknown": 0,
+             "retries": sum(r.retries for r in runs),
+             "kept_unknown": sum(r.kept_unknown for r in runs),
+             "implied": len(implied), "witnessed": sum(r.witnessed for r in runs),
+             "forward_states": sum(f.explored for f in forwards.values()),
+             "forward_disagreements": sum(f.disagreements for f in forwards.values()),
+             "dropped": len(cands) - len(alive), "agents": n, "selected_at": first.enc.n,
+             "picked": picked, "minimized": minimized, "smaller": smaller.stats,
+             "final": len(chosen),
              "seconds": {"encode": round(t1 - t0, 3), "fixpoint": round(t2 - t1, 3),
                          "support": round(t3 - t2, 3), "smaller": round(t4 - t3, 3)}}
     return FiniteResult(sorted(alive), sorted(chosen), failed, stats)
+
+
+def _minimised(run: _Lazy, at: Instance, chosen: set[int], live_t: set[str],
+               say: Callable[[str], None], only: set[int] | None = None
+               ) -> tuple[set[int], set[int]]:
+    """``chosen`` without what the rest implies and what minimisation drops (of ``only``,
+    when given), on a solver free of the selection's goals and learnt clauses (2x faster);
+    and the implied ones."""
+    run.solver = z3.SolverFor("QF_BV")
+    run.solver.set("rlimit", run.rlimit)
+    run.solver.add(*at.base, *[z3.Implies(run.ind[k], run.pre[k]) for k in chosen])
+    implied = run.implied(chosen, live_t, only)
+    kept = chosen - implied
+    if only is None:
+        return run.minimize(kept, live_t, say), implied
+    return run.minimize(kept, live_t, say, only=only - implied), implied
 
 
 SMALLER_PASSES = 3  # rounds of "smaller sizes, then the cutoff again", at most
@@ -665,15 +713,11 @@ class _Smaller:
 
     def _instance(self, m: int) -> Instance | None:
         if m not in self.instances:
-            from coherence.spec.load import rebind
-            try:
-                rebind(self.model, {"agents": m})
-            except SpecError:  # a size the spec's range excludes
-                self.instances[m] = None
-            else:
-                self.instances[m] = encode_instance(self.model, self.tpl, m)
-                self.stats["sizes"].append(m)
-        return self.instances[m]
+            self.instances[m] = smaller_instance(self.model, self.tpl, m)
+        found = self.instances[m]
+        if found is not None and m not in self.stats["sizes"]:
+            self.stats["sizes"].append(m)
+        return found
 
     def complete(self, sizes: Iterable[int], chosen: set[int], alive: set[int],
                  failed: list[str]) -> tuple[set[int], set[int], list[str], bool]:
@@ -694,6 +738,17 @@ class _Smaller:
                          f"{len(dropped)} dropped ({run.queries} queries)")
             chosen, alive, failed = new_chosen, new_alive, new_failed
         return chosen, alive, failed, changed
+
+
+def smaller_instance(model: ir.Model, tpl: Templates, agents: int) -> Instance | None:
+    """The instance of ``agents`` agents below the cutoff, None if the spec's range excludes
+    the size (made beside the filter by ``infer``, or on first use by ``_Smaller``)."""
+    from coherence.spec.load import rebind
+    try:
+        rebind(model, {"agents": agents})
+    except SpecError:
+        return None
+    return encode_instance(model, tpl, agents)
 
 
 class _Lazy:
@@ -822,7 +877,8 @@ class _Lazy:
                 return True
         return False
 
-    def implied(self, chosen: set[int], live_t: set[str]) -> set[int]:
+    def implied(self, chosen: set[int], live_t: set[str],
+                only: set[int] | None = None) -> set[int]:
         """The chosen candidates that the others and the live targets imply in every state of
         the instance (one query each, without the transition: 10-100x cheaper than
         ``minimize``'s), the most complex first. Dropping one leaves a set that holds in the
@@ -832,7 +888,7 @@ class _Lazy:
         solver.set("rlimit", self.rlimit)
         solver.add(*self.states, *[z3.Implies(self.ind[k], self.pre[k]) for k in chosen])
         out = set(chosen)
-        for k in self._simplest_last(chosen):
+        for k in self._simplest_last(chosen if only is None else only):
             negated = z3.Bool(f"negated_{k}")
             solver.add(z3.Implies(negated, _not(self.pre[k])))
             if interrupt.check(solver, negated, *[self.ind[j] for j in sorted(out - {k})],
@@ -855,7 +911,8 @@ class _Lazy:
         self.solver.add(*self.base, *[z3.Implies(self.ind[k], self.pre[k]) for k in self.ind])
 
     def minimize(self, chosen: set[int], live_t: set[str],
-                 progress: Callable[[str], None] | None = None) -> set[int]:
+                 progress: Callable[[str], None] | None = None,
+                 only: set[int] | None = None) -> set[int]:
         """Drop every chosen candidate the others and the targets do without, the most
         complex first (one query each: the issue's minimal output). The lazy selection adds a
         candidate per counterexample, and a later one often subsumes an earlier one.
@@ -874,7 +931,7 @@ class _Lazy:
         say = progress or (lambda _s: None)
         full, self.rlimit = self.rlimit, min(self.rlimit, MINIMIZE_RLIMIT)
         try:
-            for asked, k in enumerate(self._simplest_last(chosen)):
+            for asked, k in enumerate(self._simplest_last(chosen if only is None else only)):
                 say(f"Houdini at {self.n} agents: minimising, {asked} of {len(chosen)} asked, "
                     f"{len(out)} kept")
                 if self._witness(out - {k}, live_t):
