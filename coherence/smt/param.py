@@ -1667,6 +1667,11 @@ def _read(outcomes: list[Outcome], model: ir.Model, refute_depth: int, budget: B
     if progress is not None:
         total = tally.sums()[1]
         progress(total, total, f"looking for a counterexample at 2-3 {_units(shape)}")
+    # NOTE(refute-deadline): past --timeout no search starts (its BMC encoding alone, MSI's
+    # at depth 10, ran minutes past it, and an outer `timeout` then lost the whole result)
+    if budget.expired():
+        notes = [*notes, f"no counterexample searched at 2-3 {_units(shape)}: --timeout "
+                 f"{budget.timeout:g} s reached"]
     refuted = _refute(model, refute_depth, budget, shape)
     if refuted is not None:
         refuted.proved, refuted.ctis, refuted.notes = done, ctis, notes
@@ -2090,6 +2095,8 @@ def _refute(model: ir.Model, depth: int, budget: Budget,
     start = time.perf_counter()
     units = None if budget.rlimit is None else int(budget.rlimit * REFUTE_SECONDS / QUERY_SECONDS)
     for n in (2, 3):
+        if budget.expired():  # NOTE(refute-deadline)
+            return None
         left = budget.seconds(REFUTE_SECONDS - (time.perf_counter() - start))
         try:
             instance = rebind(model, {"agents" if shape is None else shape.param: n})
