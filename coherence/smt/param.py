@@ -24,7 +24,7 @@ encoder raises ``Unsupported`` with the construct's location: never a silent pas
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any
 
 import attrs
@@ -1509,12 +1509,15 @@ def _share(model: ir.Model, ob: Obligations, groups: Iterable[int], budget: Budg
     if isinstance(groups, list):
         built = [(g, ob.group(g)) for g in groups]
         total = sum(len(qs) for _g, qs in built)
-        pending: Iterable[tuple[int, list[Query]]] = built
+        pending: Iterable[tuple[int, list[Query] | None]] = built
     else:
-        pending = ((g, ob.group(g)) for g in groups)
-    queries = (((g, j), q, len(qs)) for g, qs in pending for j, q in enumerate(qs))
+        # NOTE(group-deadline): past --timeout an action handed out is not built
+        pending = ((g, None if budget.expired() else ob.group(g)) for g in groups)
     n = 0
-    for at, q, size in queries:
+    for at, q, size in _queries(pending):
+        if q is None:
+            out += _unbuilt(ob, at[0], budget)
+            continue
         if at[1] == 0 and not isinstance(groups, list):
             total += size
         tally.set(share, n, total)
@@ -1578,6 +1581,34 @@ def _share(model: ir.Model, ob: Obligations, groups: Iterable[int], budget: Budg
             out.append(Outcome(at, q.goal, q.key, "unknown",
                                f"Z3 answered unknown on {q.goal}, {q.what} ({why})"))
     tally.set(share, total, total)
+    return out
+
+
+def _queries(pending: Iterable[tuple[int, list[Query] | None]]
+             ) -> Iterator[tuple[tuple[int, int], Query | None, int]]:
+    """((group, index), query, the group's size) of each built group; (group, -1), None, 0
+    for one left unbuilt (NOTE(group-deadline))."""
+    for g, qs in pending:
+        if qs is None:
+            yield (g, -1), None, 0
+            continue
+        for j, q in enumerate(qs):
+            yield (g, j), q, len(qs)
+
+
+def _unbuilt(ob: Obligations, g: int, budget: Budget) -> list[Outcome]:
+    """NOTE(group-deadline): an action's outcomes when --timeout had passed before it was
+    built: every goal it would have asked is unknown (building MSI's queries of one action
+    takes seconds to minutes of Python, and the device runs' 16 workers built the rest of
+    the actions past --timeout until an outer `timeout` cut them, result and all). A goal
+    left out here would read as proved."""
+    i = g - 1
+    why = f"--timeout {budget.timeout:g} s reached"
+    names = [*ob.props, *([] if ONE_PER_KIND in ob.props or g == 0 else [ONE_PER_KIND])]
+    out = [Outcome((g, j), name, (name, i, -1), "unknown", why)
+           for j, name in enumerate(names)]
+    out += [Outcome((g, len(names) + k), "error:error", ("error:error", i, j), "unknown", why)
+            for k, (j, _err) in enumerate(ob.errs)]
     return out
 
 
