@@ -931,8 +931,9 @@ class _Lazy:
         say = progress or (lambda _s: None)
         full, self.rlimit = self.rlimit, min(self.rlimit, MINIMIZE_RLIMIT)
         try:
-            for asked, k in enumerate(self._simplest_last(chosen if only is None else only)):
-                say(f"Houdini at {self.n} agents: minimising, {asked} of {len(chosen)} asked, "
+            asking = self._simplest_last(chosen if only is None else only)
+            for asked, k in enumerate(asking):
+                say(f"Houdini at {self.n} agents: minimising, {asked} of {len(asking)} asked, "
                     f"{len(out)} kept")
                 if self._witness(out - {k}, live_t):
                     self.witnessed += 1
