@@ -75,6 +75,10 @@ def test_past_the_timeout_an_action_handed_out_is_not_built_and_its_goals_are_un
     monkeypatch.setattr(param.Budget, "expired", lambda self: True)
     out = param._share(model, ob, iter(range(ob.groups)), budget, frozenset(), 0, Tally(1),
                        None)
+    # a list of groups (one process, or --rlimit's fixed shares) is built up front: the same
+    listed = param._share(model, ob, list(range(ob.groups)), budget, frozenset(), 0,
+                          Tally(1), None)
+    assert [(o.key, o.kind) for o in listed] == [(o.key, o.kind) for o in out]
     assert not built
     assert all(o.kind == "unknown" and "--timeout 1000 s reached" in o.message for o in out)
     assert every <= {o.key for o in out}

@@ -1507,8 +1507,9 @@ def _share(model: ir.Model, ob: Obligations, groups: Iterable[int], budget: Budg
     grounded: Grounded | None = None  # the current action's
     total = 0
     if isinstance(groups, list):
-        built = [(g, ob.group(g)) for g in groups]
-        total = sum(len(qs) for _g, qs in built)
+        # NOTE(group-deadline): here too, checked as each group is built
+        built = [(g, None if budget.expired() else ob.group(g)) for g in groups]
+        total = sum(len(qs) for _g, qs in built if qs is not None)
         pending: Iterable[tuple[int, list[Query] | None]] = built
     else:
         # NOTE(group-deadline): past --timeout an action handed out is not built
