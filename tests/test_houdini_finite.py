@@ -373,6 +373,7 @@ def test_a_minimisation_query_that_runs_out_keeps_its_candidate(
     query, minimize = infer_finite._Lazy._query, infer_finite._Lazy.minimize
     unknown: set[int] = set()
     out: list[set[int]] = []
+    ran_out: list[set[int]] = []  # per minimisation (at 3 agents, then 4 where it added)
 
     def asked(self: infer_finite._Lazy, chosen: set[int], live_t: set[str],
               without: int | None = None, unknown_ok: bool = False) -> object:
@@ -387,7 +388,6 @@ def test_a_minimisation_query_that_runs_out_keeps_its_candidate(
         out.append(minimize(self, chosen, live_t, only=only))
         ran_out.append(unknown - before)
         return out[-1]
-    ran_out: list[set[int]] = []  # per minimisation (at 3 agents, then 4 where it added)
     monkeypatch.setattr(infer_finite, "MINIMIZE_RLIMIT", 1_000)
     monkeypatch.setattr(infer_finite._Lazy, "_query", asked)
     monkeypatch.setattr(infer_finite._Lazy, "minimize", kept)
@@ -474,7 +474,7 @@ def test_the_cutoff_completes_the_set_a_smaller_size_chose(
 
     def losing(run: infer_finite._Lazy, at: infer_finite.Instance, chosen: set[int],
                live_t: set[str], say: Callable[[str], None],
-               only: set[int] | None = None) -> tuple[set[int], set[int]]:
+               only: set[int] | None = None) -> tuple[set[int], int]:
         kept, implied = minimised(run, at, chosen, live_t, say, only)
         if not calls:
             kept = kept - {min(kept, key=lambda j: (run.cands[j].size, j))}

@@ -610,6 +610,7 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
     if select_at is not None and 1 <= select_at < n:  # NOTE(houdini-select-smaller)
         first = smaller._instance(select_at) or ins
     forwards: dict[int, Forward] = {}  # NOTE(houdini-forward), per size
+    runs: list[_Lazy] = []  # every selection's, for the stats
 
     def on(at: Instance) -> _Lazy:
         run = _lazy_on(at, cands, tpl, rlimit, deadline)
@@ -619,7 +620,6 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
         run.forward = lambda m, alive: fw.dropped(state_of(at.enc, m, at.cur), alive)
         runs.append(run)
         return run
-    runs: list[_Lazy] = []
     run = on(first)
     t1 = time.perf_counter()
     say(f"Houdini at {first.enc.n} agents: {len(cands)} candidates, atoms encoded "
@@ -632,11 +632,12 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
         run = on(ins)
         before = set(chosen)
         chosen, alive, failed = run.solve(say, chosen, alive, failed)
-        picked += len(chosen - before)
-        if chosen - before:
+        added = chosen - before
+        picked += len(added)
+        if added:
             chosen, more = _minimised(run, ins, chosen, set(targets) - set(failed), say,
-                                      only=chosen - before)
-            implied |= more
+                                      only=added)
+            implied += more
     minimized = len(chosen)
     t3 = time.perf_counter()
     for _pass in range(SMALLER_PASSES):
@@ -654,7 +655,7 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
                  r.picks for r in runs), "unknown": 0,
              "retries": sum(r.retries for r in runs),
              "kept_unknown": sum(r.kept_unknown for r in runs),
-             "implied": len(implied), "witnessed": sum(r.witnessed for r in runs),
+             "implied": implied, "witnessed": sum(r.witnessed for r in runs),
              "forward_states": sum(f.explored for f in forwards.values()),
              "forward_disagreements": sum(f.disagreements for f in forwards.values()),
              "dropped": len(cands) - len(alive), "agents": n, "selected_at": first.enc.n,
@@ -667,18 +668,16 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
 
 def _minimised(run: _Lazy, at: Instance, chosen: set[int], live_t: set[str],
                say: Callable[[str], None], only: set[int] | None = None
-               ) -> tuple[set[int], set[int]]:
+               ) -> tuple[set[int], int]:
     """``chosen`` without what the rest implies and what minimisation drops (of ``only``,
     when given), on a solver free of the selection's goals and learnt clauses (2x faster);
-    and the implied ones."""
+    and how many were implied."""
     run.solver = z3.SolverFor("QF_BV")
     run.solver.set("rlimit", run.rlimit)
     run.solver.add(*at.base, *[z3.Implies(run.ind[k], run.pre[k]) for k in chosen])
     implied = run.implied(chosen, live_t, only)
-    kept = chosen - implied
-    if only is None:
-        return run.minimize(kept, live_t, say), implied
-    return run.minimize(kept, live_t, say, only=only - implied), implied
+    asked = None if only is None else only - implied
+    return run.minimize(chosen - implied, live_t, say, only=asked), len(implied)
 
 
 SMALLER_PASSES = 3  # rounds of "smaller sizes, then the cutoff again", at most
