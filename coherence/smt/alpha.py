@@ -1,11 +1,14 @@
 """Whether two Z3 terms are the same formula up to the names of their bound variables.
 
-NOTE(frame-unchanged): a goal whose property is alpha-equal to its hypothesis is settled
+NOTE(frame-unchanged): a goal whose property after the action is its hypothesis is settled
 without Z3. On MSI with its 154 inferred lines a third of the obligations are such frames,
 and some of them (a count of messages in flight) kept the quantified solver, the ground try
-and the CTI search busy for minutes. The flat encoder names bound variables by depth
-(NOTE(bound-names)), so there such a property is mostly the very same term (``eq`` at once);
-the hierarchical encoder and statements' loops still make fresh names (``i!1205``).
+and the CTI search busy for minutes. The proof finds them by the leaves each property reads
+(NOTE(frame-unread), ``frame_reads``); this comparison is what the tests hold that shortcut
+to (every property encoded again after the action and compared), and what tells named sets
+apart from their definitions (NOTE(count-set-names)'s tests). The flat encoder names bound
+variables by depth (NOTE(bound-names)); the hierarchical encoder and statements' loops make
+fresh names (``i!1205``), hence "up to bound names".
 """
 
 from __future__ import annotations

@@ -35,8 +35,8 @@ from coherence.errors import NO_SPAN, Span, SpecError
 from coherence.results import Failure
 from coherence.semantics import range_of
 from coherence.smt import interrupt
-from coherence.smt.alpha import alpha_equal
 from coherence.smt.execute import TRUE, Exec, all_of, any_of, arithmetic, b2i, truth
+from coherence.smt.frame_reads import leaf_index, leaves_read, leaves_written
 from coherence.smt.nodes import HOME, NODE, UNDEF_N, is_agent, node_constants
 from coherence.smt.param_count import (
     INT,
@@ -1070,17 +1070,23 @@ def _step(enc: ParamEncoder, s: PState, machine: ir.Machine, tr: ir.Transition,
     return ex.alive(), any_of(ex.errs), ex.pstate, consts, any_of(ex.dups)
 
 
-def _properties(enc: ParamEncoder, s: PState) -> dict[str, Any]:
+def _properties(enc: ParamEncoder, s: PState,
+                reuse: dict[str, Any] | None = None) -> dict[str, Any]:
     """Each property of a single state as a formula over ``s`` (True when it holds); "no
-    action errs" is built per action by ``obligations``."""
+    action errs" is built per action by ``obligations``. ``reuse``: formulas known already
+    (NOTE(frame-unread)), taken instead of encoded, in their place in the order."""
+    reuse = reuse or {}
     props: dict[str, Any] = {}
     for inv in enc.model.invariants:
+        if f"invariant:{inv.name}" in reuse:
+            props[f"invariant:{inv.name}"] = reuse[f"invariant:{inv.name}"]
+            continue
         ex = PExec(enc, s) if enc.shape is None else enc.executor(s)
         v = truth(ex.expr(inv.expr, TRUE))
         props[f"invariant:{inv.name}"] = z3.And(z3.Not(any_of(ex.errs)), v)
     # no message waits in a state with no transition for it
     nt = []
-    for net_i, net in enumerate(enc.model.networks):
+    for net_i, net in enumerate(enc.model.networks if NO_TRANSITION not in reuse else ()):
         for msg in enc.model.messages:
             if msg.network != net.name:
                 continue
@@ -1100,11 +1106,12 @@ def _properties(enc: ParamEncoder, s: PState) -> dict[str, Any]:
                                                    any_of([st == i for i in missing]))))
     if enc.shape is not None:  # NOTE(param-hierarchy)
         from coherence.smt.param_hier import no_transition
-        nt = no_transition(enc, s)
-        once = enc.one_per_kind(s)
+        if NO_TRANSITION not in reuse:
+            nt = no_transition(enc, s)
+        once = reuse[ONE_PER_KIND] if ONE_PER_KIND in reuse else enc.one_per_kind(s)
         if not z3.is_true(once):
             props[ONE_PER_KIND] = once
-    props["no-transition:*"] = z3.Not(any_of(nt))
+    props[NO_TRANSITION] = reuse[NO_TRANSITION] if NO_TRANSITION in reuse else z3.Not(any_of(nt))
     return props
 
 
@@ -1185,6 +1192,7 @@ def prove_all(model: ir.Model, timeout: float | None = None,
 
 # the obligation that keeps the unordered-network abstraction exact (see UNet)
 ONE_PER_KIND = "abstraction:one-message-per-kind"
+NO_TRANSITION = "no-transition:*"  # no message waits in a state with no transition for it
 
 
 @attrs.define
@@ -1203,8 +1211,8 @@ class Query:
     # (goal, action index, index of the action that errs after it; -1 where none): one per
     # query, and the same in a spec with more invariants (``prove_all``'s ``reuse``)
     key: tuple[str, int, int] = ("", -1, -1)
-    # NOTE(frame-unchanged): the goal's property after the action is its hypothesis (the same
-    # formula up to bound-variable names): settled without Z3
+    # NOTE(frame-unchanged): the goal's property after the action is its hypothesis (the
+    # action writes none of the leaves it reads, NOTE(frame-unread)): settled without Z3
     unchanged: bool = False
     # NOTE(count-set-names): what the quantified solvers are given, where it differs from
     # ``assertions`` (a spec that counts): its counted sets named, their definitions among
@@ -1246,6 +1254,10 @@ class Obligations:
         self.cur = cur = enc.fresh("s")
         self.acts = _actions(enc)
         self.props = props = _properties(enc, cur)
+        # NOTE(frame-unread): the leaves of ``cur`` each property reads
+        self.cur_leaves = cur.leaves()
+        index = leaf_index(self.cur_leaves)
+        self.reads = {name: leaves_read(p, index) for name, p in props.items()}
         self.errs: list[tuple[int, Any]] = []  # (action index, its error condition in ``cur``)
         for i, (machine, tr) in enumerate(self.acts):
             err = _step(enc, cur, machine, tr, f"e{i}")[1]
@@ -1301,12 +1313,15 @@ class Obligations:
             out.append(Query(ONE_PER_KIND, f"action {label}", [*base, *inv, ok, dup], cur,
                              (machine, tr), consts, shape, key=(ONE_PER_KIND, i, -1),
                              anchor=anchor))
-        post = _properties(enc, succ)
+        written = leaves_written(self.cur_leaves, succ.leaves())
+        unread = {} if written is None else {
+            name: p for name, p in self.props.items() if not self.reads[name] & written}
+        post = _properties(enc, succ, unread)  # NOTE(frame-unread)
         for name, p in post.items():
             before = self.props.get(name)
             out.append(Query(name, f"action {label}", [*base, *inv, ok, z3.Not(p)], cur,
                              (machine, tr), consts, shape, key=(name, i, -1),
-                             unchanged=before is not None and alpha_equal(p, before),
+                             unchanged=name in unread,
                              before=before, frame=[*base, ok] if before is not None else None,
                              anchor=anchor))
         for j, _ in self.errs:
