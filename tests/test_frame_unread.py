@@ -1,7 +1,8 @@
 """NOTE(frame-unread): a property whose leaves an action does not write is not encoded after
-the action but taken as it was, and one whose leaves it writes is asked. That must mark exactly
-the obligations that encoding every property again and comparing it up to bound names
-(NOTE(frame-unchanged)) marks, on flat, counting and hierarchical specs."""
+the action but taken as it was, and one whose leaves it writes is asked; so is another
+action's error. That must mark exactly the obligations that encoding every property and error
+again and comparing it up to bound names (and the error's parameters) marks, on flat, counting
+and hierarchical specs."""
 
 from __future__ import annotations
 
@@ -29,6 +30,24 @@ def _obligations(path: Path) -> Obligations:
     return Obligations(model, shape)
 
 
+def _renamed(formula: z3.ExprRef, old: str, new: str) -> z3.ExprRef:
+    """``formula`` with each free constant named ``old...`` renamed ``new...``."""
+    pairs, seen, todo = [], set(), [formula]
+    while todo:
+        x = todo.pop()
+        if x.get_id() in seen:
+            continue
+        seen.add(x.get_id())
+        if z3.is_quantifier(x):
+            todo.append(x.body())
+        elif z3.is_const(x) and x.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            if x.decl().name().startswith(old):
+                pairs.append((x, z3.Const(new + x.decl().name()[len(old):], x.sort())))
+        elif z3.is_app(x):
+            todo.extend(x.children())
+    return z3.substitute(formula, *pairs) if pairs else formula
+
+
 @pytest.mark.parametrize("path", [
     SPECS / "german.coh",
     SPECS / "broadcast_invalidate_acked.coh",
@@ -38,20 +57,33 @@ def _obligations(path: Path) -> Obligations:
 ], ids=lambda p: p.stem)
 def test_unread_properties_are_the_unchanged_ones(path: Path) -> None:
     ob = _obligations(path)
-    shortcut = 0
+    shortcut = errors = 0
     for g in range(1, ob.groups):
         machine, tr = ob.acts[g - 1]
         succ = _step(ob.enc, ob.cur, machine, tr, f"again{g}")[2]
         full = _properties(ob.enc, succ)  # every property encoded again
         written = leaves_written(ob.cur_leaves, succ.leaves())
         assert written is not None
-        marked = {q.goal for q in ob.group(g) if q.unchanged}
+        queries = ob.group(g)
+        marked = {q.goal for q in queries if q.unchanged and q.goal != "error:error"}
         expected = {name for name, p in full.items()
                     if name in ob.props and alpha_equal(p, ob.props[name])}
         assert marked == expected, (ob.label(g), marked ^ expected)
         assert marked == {n for n in ob.props if not ob.reads[n] & written}
         shortcut += len(marked)
+        # action j's error after this action: marked where it is action j's error before it,
+        # its parameters renamed
+        marked_errs = {q.key[2] for q in queries if q.unchanged and q.goal == "error:error"}
+        same_errs = set()
+        for j, err in ob.errs:
+            m2, tr2 = ob.acts[j]
+            again = _step(ob.enc, succ, m2, tr2, f"again{g}b{j}")[1]
+            if alpha_equal(_renamed(again, f"again{g}b{j}|", f"e{j}|"), err):
+                same_errs.add(j)
+        assert marked_errs == same_errs, (ob.label(g), marked_errs ^ same_errs)
+        errors += len(marked_errs)
     assert shortcut > 0  # the shortcut is taken on each of these specs
+    assert errors > 0
 
 
 def test_leaves_read_and_written() -> None:

@@ -1254,15 +1254,17 @@ class Obligations:
         self.cur = cur = enc.fresh("s")
         self.acts = _actions(enc)
         self.props = props = _properties(enc, cur)
-        # NOTE(frame-unread): the leaves of ``cur`` each property reads
+        # NOTE(frame-unread): the leaves of ``cur`` each property and each error reads
         self.cur_leaves = cur.leaves()
         index = leaf_index(self.cur_leaves)
         self.reads = {name: leaves_read(p, index) for name, p in props.items()}
         self.errs: list[tuple[int, Any]] = []  # (action index, its error condition in ``cur``)
+        self.err_reads: dict[int, frozenset[int]] = {}
         for i, (machine, tr) in enumerate(self.acts):
             err = _step(enc, cur, machine, tr, f"e{i}")[1]
             if not z3.is_false(err):
                 self.errs.append((i, err))
+                self.err_reads[i] = leaves_read(err, index)
         no_error = z3.Not(any_of([e for _, e in self.errs]))
         self.inv = [*props.values(), no_error]
         # made before the initial state's terms, as they always were: Z3's answers depend on
@@ -1324,11 +1326,17 @@ class Obligations:
                              unchanged=name in unread,
                              before=before, frame=[*base, ok] if before is not None else None,
                              anchor=anchor))
-        for j, _ in self.errs:
+        for j, err in self.errs:
             m2, tr2 = self.acts[j]
+            what = f"action {label} (then {m2.name}.{_label(tr2)} errs)"
+            if written is not None and not self.err_reads[j] & written:
+                # NOTE(frame-unread): action j errs after this one as it would before it
+                out.append(Query("error:error", what, [*base, *inv, ok, err], cur,
+                                 (machine, tr), consts, shape, key=("error:error", i, j),
+                                 unchanged=True, anchor=anchor))
+                continue
             err2 = _step(enc, succ, m2, tr2, f"a{i}b{j}")[1]
-            out.append(Query("error:error", f"action {label} (then {m2.name}."
-                             f"{_label(tr2)} errs)", [*base, *inv, ok, err2], cur,
+            out.append(Query("error:error", what, [*base, *inv, ok, err2], cur,
                              (machine, tr), consts, shape, key=("error:error", i, j),
                              anchor=anchor))
         return out
@@ -1544,6 +1552,9 @@ def _share(model: ir.Model, ob: Obligations, groups: Iterable[int], budget: Budg
         if status.setdefault(q.goal, "proved") != "proved":
             continue
         if q.key in reuse:
+            out.append(Outcome(at, q.goal, q.key, "settled"))
+            continue
+        if q.unchanged:  # NOTE(frame-unchanged): settled without Z3, so without the cache
             out.append(Outcome(at, q.goal, q.key, "settled"))
             continue
         look = None
