@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sys
+import time
 from typing import Any
 
 from coherence.cli import emit_json
@@ -252,22 +254,38 @@ def _run_induction(args: argparse.Namespace, model: Any) -> int:
 
 def _run_param(args: argparse.Namespace, model: Any, shape: Any = None) -> int:
     from coherence.commands.common import draw_failures, reporter
+    from coherence.commands.hard_stop import hard_stop, reason
     from coherence.commands.options import jobs_of
-    from coherence.smt.param import prove_all
+    from coherence.smt.param import ParamResult, prove_all
     from coherence.smt.report import param_json, print_param
+
+    def show(result: Any) -> None:
+        if args.json:
+            emit_json(_vacuity(model, param_json(model, result)))
+        else:
+            print_param(model, result)
 
     with reporter(args, "coherence prove") as rep:
         what = "agents" if shape is None else f"{shape.index} ids"
         _header(rep, args, model, f"z3 proof for every number of {what}", shape)
-        result = prove_all(model, timeout=args.timeout, rlimit=args.rlimit,
-                           progress=_steps(rep), over=None if shape is None else shape.index,
-                           jobs=jobs_of(args), cache=args.proof_cache)
+        began = time.perf_counter()
+
+        def stopped() -> int:  # NOTE(hard-stop)
+            result = ParamResult("unknown", [], [], [], None, [], reason(args.timeout),
+                                 time.perf_counter() - began, jobs=jobs_of(args),
+                                 over=None if shape is None else shape.index)
+            with contextlib.suppress(Exception):  # the display may be mid-update
+                rep.finish(result.verdict, result.exit_code)
+            show(result)
+            return result.exit_code
+        with hard_stop(args.timeout, stopped):
+            result = prove_all(model, timeout=args.timeout, rlimit=args.rlimit,
+                               progress=_steps(rep), over=None if shape is None else shape.index,
+                               jobs=jobs_of(args), cache=args.proof_cache)
         rep.finish(result.verdict, result.exit_code)
     _save(args, model, result.failures, "prove --agents any")
-    if args.json:
-        emit_json(_vacuity(model, param_json(model, result)))
-    else:
-        print_param(model, result)
+    show(result)
+    if not args.json:
         for f in draw_failures(args, model, result.failures, "prove --agents any"):
             print(f"diagram: {f}")
     return result.exit_code

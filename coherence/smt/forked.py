@@ -92,6 +92,19 @@ class Tally:
         return done, total
 
 
+# NOTE(hard-stop): the workers now running, so that a stop from another thread can kill them
+LIVE: set[int] = set()
+
+
+def kill_workers() -> None:
+    """Kill every worker now running (NOTE(hard-stop): the process is about to leave)."""
+    for pid in list(LIVE):
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        LIVE.discard(pid)
+
+
 class Shares(Generic[T]):
     """``run(share)`` for ``share`` in ``range(count)``: shares 1.. in forked workers, share 0
     here, then each worker's result (a share whose worker failed is run here again). Without
@@ -152,6 +165,7 @@ class Shares(Generic[T]):
             finally:
                 os._exit(code)
         os.close(w)
+        LIVE.add(pid)
         return pid, r
 
 
@@ -164,6 +178,7 @@ def _receive(pid: int, fd: int) -> tuple[str, Any]:
         chunks.append(chunk)
     os.close(fd)
     os.waitpid(pid, 0)
+    LIVE.discard(pid)
     try:
         status, value = pickle.loads(b"".join(chunks))
     except Exception as e:  # a worker that died: its share is run here
@@ -177,5 +192,6 @@ def _stop(pid: int, fd: int) -> None:
     with contextlib.suppress(ProcessLookupError, ChildProcessError):
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
+    LIVE.discard(pid)
     with contextlib.suppress(OSError):
         os.close(fd)
