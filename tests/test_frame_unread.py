@@ -30,24 +30,6 @@ def _obligations(path: Path) -> Obligations:
     return Obligations(model, shape)
 
 
-def _renamed(formula: z3.ExprRef, old: str, new: str) -> z3.ExprRef:
-    """``formula`` with each free constant named ``old...`` renamed ``new...``."""
-    pairs, seen, todo = [], set(), [formula]
-    while todo:
-        x = todo.pop()
-        if x.get_id() in seen:
-            continue
-        seen.add(x.get_id())
-        if z3.is_quantifier(x):
-            todo.append(x.body())
-        elif z3.is_const(x) and x.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            if x.decl().name().startswith(old):
-                pairs.append((x, z3.Const(new + x.decl().name()[len(old):], x.sort())))
-        elif z3.is_app(x):
-            todo.extend(x.children())
-    return z3.substitute(formula, *pairs) if pairs else formula
-
-
 @pytest.mark.parametrize("path", [
     SPECS / "german.coh",
     SPECS / "broadcast_invalidate_acked.coh",
@@ -77,8 +59,12 @@ def test_unread_properties_are_the_unchanged_ones(path: Path) -> None:
         same_errs = set()
         for j, err in ob.errs:
             m2, tr2 = ob.acts[j]
-            again = _step(ob.enc, succ, m2, tr2, f"again{g}b{j}")[1]
-            if alpha_equal(_renamed(again, f"again{g}b{j}|", f"e{j}|"), err):
+            _ok, again, _succ, params, _dup = _step(ob.enc, succ, m2, tr2, f"again{g}b{j}")
+            # the same names as ``err``'s (its step, made again, makes the same constants)
+            before = _step(ob.enc, ob.cur, m2, tr2, f"e{j}")[3]
+            renamed = z3.substitute(again, *zip(params, before, strict=True)) if params \
+                else again
+            if alpha_equal(renamed, err):
                 same_errs.add(j)
         assert marked_errs == same_errs, (ob.label(g), marked_errs ^ same_errs)
         errors += len(marked_errs)

@@ -9,6 +9,7 @@ part of the tool (the proof itself reads the cache the same way, ``ProofCache.lo
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from coherence.smt.param import Obligations
 from coherence.smt.proof_cache import ProofCache
@@ -23,7 +24,7 @@ def main() -> None:
     ap.add_argument("cache")
     args = ap.parse_args()
     model = extend(drop_properties(load_spec(args.spec), ["coherent"]),
-                   open(args.aux, encoding="utf-8").read())
+                   Path(args.aux).read_text(encoding="utf-8"))
     ob = Obligations(model)
     cache = ProofCache(args.cache)
     sums = [0, 0, 0, 0]
