@@ -41,9 +41,11 @@ def _trace_tries() -> None:
             return out
         setattr(owner, name, traced)
 
+    from coherence.smt import param_cti
     for name in ("_split", "_skolem_venn", "_check"):
         wrap(param, name)
     wrap(param.Grounded, "proves")
+    wrap(param_cti, "find_cti")  # the search for a concrete counterexample (None: none found)
 
 
 def main() -> None:
