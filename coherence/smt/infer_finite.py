@@ -399,11 +399,19 @@ def formula(cand: Candidate, tpl: Templates, at: AtomTerms, n: int) -> Any:
 
 def holds(cand: Candidate, tpl: Templates, at: AtomTerms, n: int,
           value: Callable[[Any], bool]) -> bool:
+    return holds_in(instances(cand, tpl, at, n, lambda t: t), value)
+
+
+def holds_in(terms: list[tuple[Any, list[tuple[Any, bool]]]],
+             value: Callable[[Any], bool]) -> bool:
+    """``holds`` from the candidate's instances as terms (``instances`` with the identity),
+    which a caller that asks again and again keeps."""
     lg = Logic(False)
 
     def pick(t: Any) -> Any:
-        return tuple(value(x) for x in t) if isinstance(t, tuple) else value(t)
-    return all(not g or _clause(lg, lits) for g, lits in instances(cand, tpl, at, n, pick))
+        return tuple([value(x) for x in t]) if isinstance(t, tuple) else value(t)
+    return all((g is not True and not pick(g)) or _clause(lg, [(pick(t), p) for t, p in lits])
+               for g, lits in terms)
 
 
 # ---------------------------------------------------------------- targets
@@ -786,6 +794,17 @@ class _Lazy:
         self.deadline: float | None = None  # time.perf_counter() past which no query runs
         # (model, alive) -> more candidates to drop (NOTE(houdini-forward)), or None
         self.forward: Callable[[Any, set[int]], set[int]] | None = None
+        # (candidate, after the step?) -> its instances as terms, for ``_holds``
+        self._instances: dict[tuple[int, bool], list[tuple[Any, list[tuple[Any, bool]]]]] = {}
+
+    def _holds(self, k: int, after: bool, value: Callable[[Any], bool]) -> bool:
+        """Whether candidate ``k`` holds in a model's pre-state (post-state: ``after``)."""
+        terms = self._instances.get((k, after))
+        if terms is None:
+            at = self.at_nxt if after else self.at_cur
+            terms = self._instances[(k, after)] = instances(self.cands[k], self.tpl, at,
+                                                            self.n, lambda t: t)
+        return holds_in(terms, value)
 
     def _encode(self, k: int) -> None:
         if k not in self.ind:
@@ -865,14 +884,13 @@ class _Lazy:
         (the transition, the domain, the targets' indicators) with other assumptions, so a model
         of one is a step of the instance: if its pre-state satisfies ``chosen`` and the live
         targets, and its post-state violates one of them, it is a model of this query too."""
-        cands, tpl, n = self.cands, self.tpl, self.n
         for value in reversed(self.witnesses):
             if any(value(self.targets[t][0]) for t in live_t):
                 continue
-            if not all(holds(cands[k], tpl, self.at_cur, n, value) for k in chosen):
+            if not all(self._holds(k, False, value) for k in chosen):
                 continue
             if (any(value(self.targets[t][1]) for t in live_t)
-                    or not all(holds(cands[k], tpl, self.at_nxt, n, value) for k in chosen)):
+                    or not all(self._holds(k, True, value) for k in chosen)):
                 return True
         return False
 
@@ -952,7 +970,7 @@ class _Lazy:
         """Where the selection starts: ``chosen`` (empty: the lazy Houdini's start; a set
         chosen earlier, at another size, is then completed), ``alive`` (default: every
         candidate) and the targets already ``failed``."""
-        cands, tpl, n = self.cands, self.tpl, self.n
+        cands, n = self.cands, self.n
         alive = set(range(len(cands))) if alive is None else set(alive)
         failed = list(failed)
         live_t = set(self.targets) - set(failed)
@@ -971,13 +989,13 @@ class _Lazy:
                     f"{self.queries} queries")
             value = self.witnesses[-1]  # the model of this query's answer
             pick = next((k for k in order if k in alive and k not in chosen
-                         and not holds(cands[k], tpl, self.at_cur, n, value)), None)
+                         and not self._holds(k, False, value)), None)
             if pick is not None:
                 self.picks += 1
                 chosen.add(pick)
                 self._encode(pick)
                 continue
-            dropped = {k for k in alive if not holds(cands[k], tpl, self.at_nxt, n, value)}
+            dropped = {k for k in alive if not self._holds(k, True, value)}
             if self.forward is not None:  # NOTE(houdini-forward)
                 dropped |= self.forward(self.model, alive)
             broke = [t for t in live_t if value(self.targets[t][1])]
