@@ -359,13 +359,13 @@ def _columns(cand: Candidate, tpl: Templates) -> list[tuple[str, int, bool]]:
     return out
 
 
-def instances(cand: Candidate, tpl: Templates, at: AtomTerms, n: int,
-              pick: Callable[[Any], Any]) -> list[tuple[Any, list[tuple[Any, bool]]]]:
-    """Per instance of the candidate: (guard, its literals as ((value, error), positive)),
-    with ``pick`` applied to every atom term (identity for Z3, model values for Python)."""
+def instances(cand: Candidate, tpl: Templates, at: AtomTerms, n: int
+              ) -> list[tuple[Any, list[tuple[Any, bool]]]]:
+    """Per instance of the candidate: (guard, its literals as ((value, error), positive)), as
+    the atoms' terms (``formula`` makes Z3's of them, ``holds`` reads them in a model)."""
     cols = _columns(cand, tpl)
     if cand.kind == "global":
-        return [(True, [(pick(at.glob[c]), p) for _w, c, p in cols])]
+        return [(True, [(at.glob[c], p) for _w, c, p in cols])]
     if cand.kind in ("agent", "pair", "triple"):
         binds: Iterable[tuple[int, ...]] = (
             ((x,) for x in range(n)) if cand.kind == "agent" else
@@ -380,32 +380,26 @@ def instances(cand: Candidate, tpl: Templates, at: AtomTerms, n: int,
             return at.agent[c][b[w]]
         for xs in binds:
             b = dict(zip("ijl", xs, strict=False))
-            out.append((True, [(pick(term(w, c, b)), p) for w, c, p in cols]))
+            out.append((True, [(term(w, c, b), p) for w, c, p in cols]))
         return out
     name = cand.kind[4:]
-    return [(pick(present), [(pick(at.glob[c]) if w == "g" else pick(terms[c]), p)
-                             for w, c, p in cols])
+    return [(present, [(at.glob[c] if w == "g" else terms[c], p) for w, c, p in cols])
             for present, terms in zip(at.places[name], at.msg[name], strict=True)]
 
 
 def formula(cand: Candidate, tpl: Templates, at: AtomTerms, n: int) -> Any:
     lg = Logic(True)
     parts = []
-    for g, lits in instances(cand, tpl, at, n, lambda t: t):
+    for g, lits in instances(cand, tpl, at, n):
         c = _clause(lg, lits)
         parts.append(c if g is True else _or([_not(g), c]))
     return _and(parts) if parts else z3.BoolVal(True)
 
 
-def holds(cand: Candidate, tpl: Templates, at: AtomTerms, n: int,
+def holds(terms: list[tuple[Any, list[tuple[Any, bool]]]],
           value: Callable[[Any], bool]) -> bool:
-    return holds_in(instances(cand, tpl, at, n, lambda t: t), value)
-
-
-def holds_in(terms: list[tuple[Any, list[tuple[Any, bool]]]],
-             value: Callable[[Any], bool]) -> bool:
-    """``holds`` from the candidate's instances as terms (``instances`` with the identity),
-    which a caller that asks again and again keeps."""
+    """Whether a candidate holds in a model (``value``), from its ``instances``, which a
+    caller that asks again and again keeps."""
     lg = Logic(False)
 
     def pick(t: Any) -> Any:
@@ -803,8 +797,8 @@ class _Lazy:
         if terms is None:
             at = self.at_nxt if after else self.at_cur
             terms = self._instances[(k, after)] = instances(self.cands[k], self.tpl, at,
-                                                            self.n, lambda t: t)
-        return holds_in(terms, value)
+                                                            self.n)
+        return holds(terms, value)
 
     def _encode(self, k: int) -> None:
         if k not in self.ind:
