@@ -37,7 +37,16 @@ from coherence.semantics import range_of
 from coherence.smt import interrupt
 from coherence.smt.execute import TRUE, Exec, all_of, any_of, arithmetic, b2i, truth
 from coherence.smt.frame_reads import leaf_index, leaves_read, leaves_written
-from coherence.smt.nodes import HOME, NODE, UNDEF_N, is_agent, node_constants
+from coherence.smt.nodes import (
+    HOME,
+    NODE,
+    UNDEF_N,
+    exists,
+    finite,
+    forall,
+    is_agent,
+    node_constants,
+)
 from coherence.smt.param_count import (
     INT,
     UNDEF_INT,
@@ -256,16 +265,16 @@ class ParamEncoder(ModelTables):
                 parts.append(x == const(v))
         if self.cache is not None:
             y = z3.Const("y", NODE)
-            parts.append(z3.ForAll([y], s.cvars[0][y] == self.cache.state_index(
+            parts.append(forall([y], s.cvars[0][y] == self.cache.state_index(
                 self.cache.init_state)))
             for v, arr in zip(self.cache.vars, s.cvars[1:], strict=True):
-                parts.append(z3.ForAll([y], arr[y] == const(v)))
+                parts.append(forall([y], arr[y] == const(v)))
         for net in s.nets:
             a, b = z3.Consts("a b", NODE)
             if isinstance(net, UNet):
-                parts += [z3.ForAll([a, b], z3.Not(p[a, b])) for p in net.present.values()]
+                parts += [forall([a, b], z3.Not(p[a, b])) for p in net.present.values()]
             else:
-                parts.append(z3.ForAll([a, b], net[0][a, b] == 0))
+                parts.append(forall([a, b], net[0][a, b] == 0))
         return all_of(parts)
 
     def domain(self, s: PState) -> Any:
@@ -298,7 +307,7 @@ class ParamEncoder(ModelTables):
                      s.cvars[0][y] != num(-(1 << 31))]
             for v, arr in zip(self.cache.vars, s.cvars[1:], strict=True):
                 inner.append(scalar(arr[y], v))
-            parts.append(z3.ForAll([y], all_of(inner)))
+            parts.append(forall([y], all_of(inner)))
         def src_ok(t: int, a: Any) -> Any:
             kinds = self.senders[t]
             return any_of(([a == HOME] if ir.MachineKind.HOME in kinds else [])
@@ -330,7 +339,7 @@ class ParamEncoder(ModelTables):
                 for t, present in pnet.present.items():
                     ok = [a != UNDEF_N, b != UNDEF_N, src_ok(t, a), *dst_ok(t, b),
                           *fields_ok(t, [f[a, b] for f in pnet.fields[t]])]
-                    parts.append(z3.ForAll([a, b], z3.Implies(present[a, b], all_of(ok))))
+                    parts.append(forall([a, b], z3.Implies(present[a, b], all_of(ok))))
                 continue
             count, types, fields = pnet
             tys = [self.msg_index[x.name] for x in m.messages if x.network == net.name]
@@ -342,7 +351,7 @@ class ParamEncoder(ModelTables):
                     fok = fields_ok(t, [x[a, b] for x in fields[k]])
                     opts.append(all_of([ty[a, b] == t, src_ok(t, a), *dst_ok(t, b), *fok]))
                 inner.append(z3.Implies(count[a, b] > k, any_of(opts)))
-            parts.append(z3.ForAll([a, b], all_of(inner)))
+            parts.append(forall([a, b], all_of(inner)))
         return all_of(parts)
 
 
@@ -413,7 +422,7 @@ class PExec(Exec):
         if z3.is_false(c):
             return
         if self.bound:  # an error for some value of the enclosing quantifiers
-            c = z3.Exists([b for b, _ in self.bound], z3.And(*[d for _, d in self.bound], c))
+            c = exists([b for b, _ in self.bound], z3.And(*[d for _, d in self.bound], c))
         self.errs.append(c)
 
     def check(self, v: Any, cond: Any) -> Any:
@@ -487,7 +496,7 @@ class PExec(Exec):
                 and isinstance(right, ir.Lit) and right.value == 0):
             s = self.expr(left.args[0], c)
             y = z3.Const("y_size", NODE)
-            empty = z3.ForAll([y], z3.Implies(self.enc.is_agent(y), z3.Not(s[y])))
+            empty = forall([y], z3.Implies(self.enc.is_agent(y), z3.Not(s[y])))
             return b2i(empty if op == "==" else z3.Not(empty))
         if op in ("&&", "||", "->"):
             return super().binary(e, c)
@@ -573,8 +582,8 @@ class PExec(Exec):
         x, body = self.over_agent(e.var, e.body, c)
         is_agent = self.enc.is_agent
         if e.kind == "forall":
-            return b2i(z3.ForAll([x], z3.Implies(is_agent(x), body)))
-        return b2i(z3.Exists([x], z3.And(is_agent(x), body)))
+            return b2i(forall([x], z3.Implies(is_agent(x), body)))
+        return b2i(exists([x], z3.And(is_agent(x), body)))
 
     def places(self, message: str, src: Any, dst: Any) -> list[tuple[Any, list[Any]]]:
         """(present, fields) of every place a message of this type from src to dst can be:
@@ -625,7 +634,7 @@ class PExec(Exec):
         src, dst, ends = self.ends(e.message, "")
         here = TRUE if d is None else dst == d
         body = z3.And(here, any_of([p for p, _f in self.places(e.message, src, dst)]))
-        return b2i(z3.Exists(ends, body) if ends else body)
+        return b2i(exists(ends, body) if ends else body)
 
     def msg_count(self, e: ir.MsgQuant, c: Any) -> Any:
         """NOTE(message-count): ``count(m: T :: body)`` as a sum over the places a message
@@ -678,13 +687,13 @@ class PExec(Exec):
         # one sent only to the home over its source
         src, dst, ends = self.ends(e.message, f"{e.var}_")
         saved = self.locals.get(e.var)
-        forall = e.kind == "forall"
+        universal = e.kind == "forall"
         parts = []
         self.bound += [(x, x != UNDEF_N) for x in ends]
         for present, binding in self.placed(e.message, src, dst):
             self.locals[e.var] = binding
             body = truth(self.expr(e.body, all_of([c, present])))
-            parts.append(z3.Implies(present, body) if forall else z3.And(present, body))
+            parts.append(z3.Implies(present, body) if universal else z3.And(present, body))
         if ends:
             del self.bound[-len(ends):]
         if saved is None:
@@ -692,10 +701,10 @@ class PExec(Exec):
         else:
             self.locals[e.var] = saved
         if not ends:
-            return b2i(all_of(parts) if forall else any_of(parts))
-        if forall:
-            return b2i(z3.ForAll(ends, all_of(parts)))
-        return b2i(z3.Exists(ends, any_of(parts)))
+            return b2i(all_of(parts) if universal else any_of(parts))
+        if universal:
+            return b2i(forall(ends, all_of(parts)))
+        return b2i(exists(ends, any_of(parts)))
 
     def stmt(self, s: ir.Stmt) -> None:
         if isinstance(s, ir.Broadcast):
@@ -747,14 +756,14 @@ class PExec(Exec):
         y = z3.FreshConst(NODE, "mc_y")
         if isinstance(net, UNet):
             old = net.present[t]
-            self.dups.append(z3.Exists([y], z3.And(z3.substitute(cond, (x, y)), old[src, y])))
+            self.dups.append(exists([y], z3.And(z3.substitute(cond, (x, y)), old[src, y])))
             net.present[t] = z3.Lambda([a, b], z3.Or(to, old[a, b]))
             net.fields[t] = [z3.Lambda([a, b], z3.If(to, v, f[a, b]))
                              for f, v in zip(net.fields[t], vals, strict=False)]
             return
         count, types, nfields = net
         vals = _padded(vals, nfields[0])
-        self.blocks.append(z3.Exists([y], z3.And(z3.substitute(cond, (x, y)),
+        self.blocks.append(exists([y], z3.And(z3.substitute(cond, (x, y)),
                                                  count[src, y] >= len(types))))
         for k in range(len(types)):
             here = z3.And(to, count[a, b] == k)
@@ -1102,7 +1111,7 @@ def _properties(enc: ParamEncoder, s: PState,
                 pnet = s.nets[net_i]
                 first = (pnet.present[t][a, b] if isinstance(pnet, UNet) else
                          z3.And(pnet[0][a, b] > 0, pnet[1][0][a, b] == t))
-                nt.append(z3.Exists([a, b], z3.And(where, first,
+                nt.append(exists([a, b], z3.And(where, first,
                                                    any_of([st == i for i in missing]))))
     if enc.shape is not None:  # NOTE(param-hierarchy)
         from coherence.smt.param_hier import no_transition
@@ -1241,7 +1250,11 @@ class Obligations:
     first, so a forked worker builds only its own groups (NOTE(forked-shares)); built in group
     order, the terms are made in the order ``obligations`` always made them."""
 
-    def __init__(self, model: ir.Model, shape: Any = None) -> None:
+    def __init__(self, model: ir.Model, shape: Any = None,
+                 reads_of: Obligations | None = None) -> None:
+        """``reads_of``: the same spec's obligations, whose leaves read (NOTE(frame-unread))
+        these take rather than walk their own formulas (``finite_core``'s, where each
+        quantifier is expanded over the nodes and the walk took minutes on MSI)."""
         if shape is None:
             self.enc: ParamEncoder = ParamEncoder(model)
         else:
@@ -1249,7 +1262,7 @@ class Obligations:
             self.enc = HierEncoder(model, shape)
         enc = self.enc
         self.shape = shape
-        self.counts = _counts(model)
+        self.counts = _counts(model) and finite() is None  # NOTE(finite-core): sums there
         self.reads_counts = _message_counts(model)
         self.cur = cur = enc.fresh("s")
         self.acts = _actions(enc)
@@ -1257,14 +1270,16 @@ class Obligations:
         # NOTE(frame-unread): the leaves of ``cur`` each property and each error reads
         self.cur_leaves = cur.leaves()
         index = leaf_index(self.cur_leaves)
-        self.reads = {name: leaves_read(p, index) for name, p in props.items()}
+        self.reads: dict[str, frozenset[int]] = dict(reads_of.reads) if reads_of else {
+            name: leaves_read(p, index) for name, p in props.items()}
         self.errs: list[tuple[int, Any]] = []  # (action index, its error condition in ``cur``)
         self.err_reads: dict[int, frozenset[int]] = {}
         for i, (machine, tr) in enumerate(self.acts):
             err = _step(enc, cur, machine, tr, f"e{i}")[1]
             if not z3.is_false(err):
                 self.errs.append((i, err))
-                self.err_reads[i] = leaves_read(err, index)
+                self.err_reads[i] = reads_of.err_reads[i] if reads_of is not None else \
+                    leaves_read(err, index)
         no_error = z3.Not(any_of([e for _, e in self.errs]))
         self.inv = [*props.values(), no_error]
         # made before the initial state's terms, as they always were: Z3's answers depend on
@@ -1276,10 +1291,19 @@ class Obligations:
         first += [Query("error:error", "init", [*init, err], cur, shape=shape,
                         key=("error:error", -1, j), anchor=init) for j, err in self.errs]
         self._built: dict[int, list[Query]] = {0: self._marked(first)}
+        self._steps: dict[int, tuple[Any, PState, list[Any], Any, list[Any]]] = {}  # ``query``
+        self._finite_core: Any = None
 
     @property
     def groups(self) -> int:
         return 1 + len(self.acts)
+
+    def finite_core(self) -> Any:
+        """NOTE(finite-core): these obligations at a fixed size, made on first use."""
+        if self._finite_core is None:
+            from coherence.smt.finite_core import FiniteCore
+            self._finite_core = FiniteCore(self)
+        return self._finite_core
 
     def label(self, g: int) -> str:
         """Group ``g``'s action as the proof's lines name it (``Machine.label``; g >= 1)."""
@@ -1302,6 +1326,23 @@ class Obligations:
         if self.counts and self.shape is None:
             _name_counted_sets(qs)
         return qs
+
+    def query(self, g: int, key: tuple[str, int, int]) -> Query | None:
+        """Group ``g``'s query of ``key`` alone, built anew (``finite_core`` asks for one
+        goal of an action, where building all of them at a fixed size took 40 s on MSI)."""
+        if g == 0:
+            return next((q for q in self.group(0) if q.key == key), None)
+        if g not in self._steps:  # the step of the last action asked, kept for its goals
+            i = g - 1
+            machine, tr = self.acts[i]
+            ok, _err, succ, consts, dup = _step(self.enc, self.cur, machine, tr, f"a{i}")
+            # NOTE(finite-core): no card there (sums), and the walk is long
+            counted = [] if finite() is not None else card_terms([*self.inv, ok])
+            base = [self.enc.nodes_apart(), self.enc.domain(self.cur), *bounds(counted)]
+            self._steps = {g: (ok, succ, consts, dup, base)}
+        ok, succ, consts, dup, base = self._steps[g]
+        return next(iter(self._one(g - 1, key, base, ok, succ, consts, dup,
+                                   [*base[:2], ok])), None)
 
     def _action(self, i: int) -> list[Query]:
         enc, cur, shape, inv = self.enc, self.cur, self.shape, self.inv
@@ -1340,6 +1381,30 @@ class Obligations:
                              (machine, tr), consts, shape, key=("error:error", i, j),
                              anchor=anchor))
         return out
+
+    def _one(self, i: int, key: tuple[str, int, int], base: list[Any], ok: Any, succ: PState,
+             consts: list[Any], dup: Any, anchor: list[Any]) -> list[Query]:
+        """``_action``'s query of ``key`` alone, as ``_action`` builds it (not marked as a
+        frame: the caller asks it)."""
+        enc, inv = self.enc, self.inv
+        machine, tr = self.acts[i]
+        what = f"action {self.label(i + 1)}"
+        goal, _i, j = key
+        if goal == ONE_PER_KIND:
+            last = dup
+        elif goal == "error:error":
+            m2, tr2 = self.acts[j]
+            what += f" (then {m2.name}.{_label(tr2)} errs)"
+            last = _step(enc, succ, m2, tr2, f"a{i}b{j}")[1]
+        elif goal in self.props:
+            others = {name: p for name, p in self.props.items() if name != goal}
+            last = z3.Not(_properties(enc, succ, others)[goal])
+        else:
+            return []
+        if z3.is_false(last):
+            return []
+        return [Query(goal, what, [*base, *inv, ok, last], self.cur, (machine, tr), consts,
+                      self.shape, key=key, anchor=anchor)]
 
 
 def _name_counted_sets(qs: list[Query]) -> None:
@@ -1443,6 +1508,12 @@ SPLIT_FIRST_MISSES = 4  # NOTE(split-first-won)
 # past --timeout. A context whose building passes the deadline is kept as too large, for the
 # action's later goals too (MSI's action contexts take 3-27 s)
 GROUND_SECONDS = 60.0
+# NOTE(finite-core): the fixed size's check (Z3 units; with --rlimit, this share of it) and
+# the wall-clock cap of the quantified try with its core's hypotheses (on MSI's
+# `FwdGetS in M` those it proved took 0.04-0.3 s)
+CORE_RLIMIT = 200_000_000
+CORE_SHARE = 0.05
+CORE_WALL_SECONDS = 3.0
 CTI_SECONDS = 20.0  # for that search (param_cti)
 QUERY_SECONDS = 60.0  # per obligation in all, when no small counterexample exists
 REFUTE_SECONDS = 20.0  # default budget for looking for a concrete counterexample
@@ -1656,7 +1727,8 @@ def _settled(model: ir.Model, q: Query, ob: Obligations, shared: Any,
         shared = z3.Solver()
         shared.add(*q.quantified[:-1])
         grounded.stale = False
-    return shared, shared_context, grounded, _settle(model, q, shared, budget, grounded)
+    core = ob.finite_core if ob.shape is None else None
+    return shared, shared_context, grounded, _settle(model, q, shared, budget, grounded, core)
 
 
 def _prove(model: ir.Model, budget: Budget, refute_depth: int, notes: list[str],
@@ -1934,11 +2006,13 @@ class Grounded:
 
 
 def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
-            grounded: Grounded | None = None) -> tuple[Any, Any, str]:
+            grounded: Grounded | None = None,
+            core: Callable[[], Any] | None = None) -> tuple[Any, Any, str]:
     """(answer, concrete CTI or None, why unknown) of one query: a quick try on the action's
     incremental solver (about 3x faster than a fresh solver per query), when it gives up the
     quantifier-free try (``grounded``: the action's), a counterexample
-    with 1-2 agents, a fresh solver, a counterexample with 3-4 agents, then the long try."""
+    with 1-2 agents, a fresh solver, a counterexample with 3-4 agents, then the long try.
+    ``core``: the spec's ``FiniteCore`` (NOTE(finite-core)), made when first needed."""
     from coherence.smt.param_cti import MAX_AGENTS, find_cti
     if q.unchanged:  # NOTE(frame-unchanged): its hypothesis, which ``inv`` asserts
         return z3.unsat, None, ""
@@ -2023,6 +2097,8 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
                 grounded.fresh_wins += 1
                 return z3.unsat, None, ""
             grounded.fresh_misses += 1
+        if flat_step and _core_try(q, core, budget):
+            return z3.unsat, None, ""
         # NOTE(split-late): a goal that does not count, part by part, once the quick tries
         # gave up on it (MSI's `inferred_58` at `Evict in M`: 0.3 s, unknown after 168 s of
         # the tries below)
@@ -2067,6 +2143,9 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
         budget.limit(fresh, QUICK_SECONDS, wall=QUICK_WALL_SECONDS)
         if _check(fresh)[0] == z3.unsat:
             return z3.unsat, None, ""
+    if answer == z3.unknown and step and not counts and q.shape is None \
+            and _core_try(q, core, budget):
+        return z3.unsat, None, ""
     cti = find_cti(model, q, budget, range(1, 3)) if step else None
     if cti is not None:
         return answer, cti, why
@@ -2087,6 +2166,25 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
         answer, why = _check(fresh)
         answer, why = _trusted(counts, answer, why)
     return answer, cti, why
+
+
+def _core_try(q: Query, core: Callable[[], Any] | None, budget: Budget) -> bool:
+    """NOTE(finite-core): the query with only the hypotheses its instance at a fixed size
+    uses, a fresh solver then part by part (``_split``)."""
+    if core is None or budget.expired():
+        return False
+    finite = core()
+    keep = finite.hypotheses(q, CORE_RLIMIT if budget.rlimit is None
+                             else max(1, int(budget.rlimit * CORE_SHARE)))
+    if keep is None:
+        return False
+    small = finite.restricted(q, keep)
+    solver = z3.Solver()
+    budget.limit(solver, QUICK_SECONDS, wall=CORE_WALL_SECONDS)
+    solver.add(*small.quantified)
+    if _check(solver)[0] == z3.unsat:
+        return True
+    return _split(small, budget)
 
 
 def _split(q: Query, budget: Budget) -> bool:

@@ -36,7 +36,7 @@ import z3
 
 from coherence import ir
 from coherence.errors import NO_SPAN, Span, SpecError
-from coherence.smt.nodes import HOME, NODE, UNDEF_N, is_agent
+from coherence.smt.nodes import HOME, NODE, UNDEF_N, finite, instances, is_agent
 from coherence.smt.state import UNDEF_BV, Unsupported
 
 INT = z3.IntSort()
@@ -48,18 +48,27 @@ CARD = z3.Function("card", SET, INT)
 def card(s: Any) -> Any:
     """The number of agents in the set ``s`` (its other nodes do not count)."""
     y = z3.Const("y_card", NODE)  # NOTE(bound-names): ``s`` never holds it free
-    return CARD(z3.Lambda([y], z3.And(is_agent(y), s[y])))
+    return _card(y, z3.And(is_agent(y), s[y]))
 
 
 def count(x: Any, body: Any) -> Any:
     """``count(x: agent :: body)``, ``x`` a fresh constant that ``body`` mentions."""
-    return CARD(z3.Lambda([x], z3.And(is_agent(x), body)))
+    return _card(x, z3.And(is_agent(x), body))
 
 
 def agents_count() -> Any:
     """N, the number of agents."""
     y = z3.Const("y_all", NODE)
-    return CARD(z3.Lambda([y], is_agent(y)))
+    return _card(y, is_agent(y))
+
+
+def _card(x: Any, member: Any) -> Any:
+    """The number of nodes ``x`` with ``member``: a sum over the nodes of a fixed size
+    (NOTE(finite-core)), else ``card`` of the set."""
+    nodes = finite()
+    if nodes is None:
+        return CARD(z3.Lambda([x], member))
+    return z3.Sum([z3.If(m, 1, 0) for m in instances(nodes, [x], member)])
 
 
 def is_card(t: Any) -> bool:

@@ -1,0 +1,182 @@
+"""NOTE(finite-core): the hypotheses a hard goal needs, read off the same obligation at a
+fixed number of agents.
+
+An obligation of the proof for every N is ``H1, ..., Hn, action |- goal'``, each ``Hk`` an
+invariant of the pre-state. With MSI's 162 inferred lines there are 167 of them, most
+quantified, some counting, and Z3's quantified solvers give up on goals that need a handful:
+`one-message-per-kind` at `Cache.message FwdGetS in M` was unknown after 188 s of every try.
+Built with its quantifiers ranging over ``AGENTS`` agents, the home and "undefined" only
+(``nodes.finite_nodes``), the same obligation is quantifier-free; Z3 refutes it in about a
+second and its unsat core names the hypotheses it used (17 there). The quantified
+obligation with only those hypotheses is then asked as usual: 0.1 s there.
+
+Soundness: the core only chooses hypotheses. What proves the obligation is the quantified
+query with a subset of its hypotheses, unsat; a subset that is not enough gives unknown, never
+a proof. The fixed size is a guess at what the goal needs, not a cutoff: a goal whose
+argument needs more agents than ``AGENTS`` gets a core that may be too small (its quantified
+query is then unknown, and the other tries follow).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import attrs
+import z3
+
+from coherence.smt.nodes import HOME, NODE, UNDEF_N, finite_nodes
+from coherence.smt.param import Obligations, Query
+
+AGENTS = 4  # the agents of the fixed size: two a goal names, the acting one, one more
+
+
+class FiniteCore:
+    """The obligations of one spec at ``agents`` agents, built on first use, and one
+    incremental solver per action whose hypotheses are tracked by literals."""
+
+    def __init__(self, ob: Obligations, agents: int = AGENTS) -> None:
+        self.model = ob.enc.model
+        self.of = ob
+        self.nodes = [HOME, UNDEF_N, *(z3.Const(f"finite_agent{k}", NODE)
+                                       for k in range(agents))]
+        self._ob: Obligations | None = None
+        self._solvers: dict[int, tuple[Any, list[Any]]] = {}
+
+    @property
+    def ob(self) -> Obligations:
+        if self._ob is None:
+            with finite_nodes(self.nodes):
+                self._ob = Obligations(self.model, reads_of=self.of)
+        return self._ob
+
+    def hypotheses(self, q: Query, rlimit: int) -> list[int] | None:
+        """The positions (in ``Obligations.inv``) of the pre-state's invariants that the
+        fixed size's obligation of ``q`` (one of ``ob``'s) uses, or None where it is not
+        refuted there within ``rlimit`` units (sat: the goal fails at that size, or
+        unknown)."""
+        _goal, action, _then = q.key
+        if action < 0 or q.shape is not None:
+            return None
+        g = action + 1
+        fq = self._query(g, q.key)
+        if fq is None:
+            return None
+        solver, tracks = self._solver(g, fq)
+        solver.push()
+        try:
+            solver.add(*self._closed([fq.assertions[-1]]))
+            solver.add(fq.assertions[-1])
+            solver.set("rlimit", rlimit)
+            if solver.check(*tracks) != z3.unsat:
+                return None
+            used = {str(c) for c in solver.unsat_core()}
+        finally:
+            solver.pop()
+        return [k for k, t in enumerate(tracks) if str(t) in used]
+
+    def restricted(self, q: Query, keep: list[int]) -> Query:
+        """``q`` with only the pre-state's invariants at ``keep`` among its hypotheses (and,
+        where its counted sets are named, only the definitions those use: MSI's unused
+        ones sent Z3 into a pattern inference that ignored its timeout)."""
+        n = len(self.of.inv)
+        start = len(q.assertions) - n - 2
+
+        def subset(xs: list[Any]) -> list[Any]:
+            return [*xs[:start], *(xs[start + k] for k in keep), xs[start + n]]
+        named = None
+        if q.named is not None:
+            kept = [*subset(q.named), q.named[-1]]
+            named = [*kept[:-1], *used_definitions(q.named[start + n + 1:-1], kept),
+                     kept[-1]]
+        return attrs.evolve(q, assertions=[*subset(q.assertions), q.assertions[-1]],
+                            named=named)
+
+    def _query(self, g: int, key: tuple[str, int, int]) -> Query | None:
+        with finite_nodes(self.nodes):
+            return self.ob.query(g, key)
+
+    def _solver(self, g: int, fq: Query) -> tuple[Any, list[Any]]:
+        if g not in self._solvers:
+            inv = self.ob.inv
+            start = len(fq.assertions) - len(inv) - 2
+            solver = z3.Solver()
+            solver.set("core.minimize", True)
+            solver.add(z3.Distinct(*self.nodes))
+            solver.add(*self._closed([*self.ob.cur.leaves(), *fq.consts]))
+            solver.add(*fq.assertions[:start], fq.assertions[-2])
+            tracks = [z3.Bool(f"finite_hypothesis{k}") for k in range(len(inv))]
+            solver.add(*(z3.Implies(t, h) for t, h in zip(tracks, inv, strict=True)))
+            self._solvers = {g: (solver, tracks)}  # one action at a time
+        return self._solvers[g]
+
+    def _closed(self, terms: list[Any]) -> list[Any]:
+        """Every node value these terms hold is one of the fixed size's nodes (a leaf of
+        sort ``Node``, or an array into it at every tuple of nodes)."""
+        out = []
+        for t in terms:
+            sort = t.sort()
+            if sort == NODE:
+                out.append(self._one_of(t))
+                continue
+            if not isinstance(sort, z3.ArraySortRef):
+                continue
+            arity = z3.Z3_get_array_arity(sort.ctx_ref(), sort.ast)
+            domain = [sort.domain_n(k) for k in range(arity)]
+            if sort.range() != NODE or any(d != NODE for d in domain):
+                continue
+            out += [self._one_of(t[at if arity > 1 else at[0]])
+                    for at in itertools.product(self.nodes, repeat=arity)]
+        return out
+
+    def _one_of(self, t: Any) -> Any:
+        return z3.Or([t == n for n in self.nodes])
+
+
+
+def used_definitions(definitions: list[Any], formulas: list[Any]) -> list[Any]:
+    """The definitions (``forall zs :: F(zs) == lambda ...``, NOTE(count-set-names)) of the
+    set functions that ``formulas`` apply, or that a kept definition applies."""
+    applied = _applied(formulas)
+    keep: list[Any] = []
+    rest = list(definitions)
+    grew = True
+    while grew:
+        grew = False
+        for d in list(rest):
+            if _defined(d) in applied:
+                keep.append(d)
+                rest.remove(d)
+                applied |= _applied([d])
+                grew = True
+    return [d for d in definitions if any(d.eq(k) for k in keep)]
+
+
+def _defined(definition: Any) -> int:
+    body = definition.body() if z3.is_quantifier(definition) else definition
+    return int(body.arg(0).decl().get_id())
+
+
+def _applied(formulas: list[Any]) -> set[int]:
+    """The ids of the functions applied in ``formulas``, on raw ASTs (MSI's hypotheses have
+    hundreds of thousands of nodes)."""
+    if not formulas:
+        return set()
+    ref = formulas[0].ctx.ref()
+    found: set[int] = set()
+    seen: set[int] = set()
+    todo = [f.as_ast() for f in formulas]
+    while todo:
+        a = todo.pop()
+        key = z3.Z3_get_ast_id(ref, a)
+        if key in seen:
+            continue
+        seen.add(key)
+        kind = z3.Z3_get_ast_kind(ref, a)
+        if kind == z3.Z3_QUANTIFIER_AST:
+            todo.append(z3.Z3_get_quantifier_body(ref, a))
+        elif kind == z3.Z3_APP_AST:
+            decl = z3.Z3_get_app_decl(ref, a)
+            found.add(z3.Z3_get_ast_id(ref, z3.Z3_func_decl_to_ast(ref, decl)))
+            todo.extend(z3.Z3_get_app_arg(ref, a, k) for k in range(z3.Z3_get_app_num_args(ref, a)))
+    return found
