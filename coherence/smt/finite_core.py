@@ -65,7 +65,7 @@ class FiniteCore:
         solver, tracks = self._solver(g, fq)
         solver.push()
         try:
-            solver.add(*self._closed([fq.assertions[-1]]))
+            solver.add(*self._closed(_node_constants(fq.assertions[-1])))
             solver.add(fq.assertions[-1])
             solver.set("rlimit", rlimit)
             if solver.check(*tracks) != z3.unsat:
@@ -103,7 +103,8 @@ class FiniteCore:
             solver = z3.Solver()
             solver.set("core.minimize", True)
             solver.add(z3.Distinct(*self.nodes))
-            solver.add(*self._closed([*self.ob.cur.leaves(), *fq.consts]))
+            solver.add(*self._closed([*self.ob.cur.leaves(), *fq.consts,
+                                      *_node_constants(fq.assertions[-2])]))
             solver.add(*fq.assertions[:start], fq.assertions[-2])
             tracks = [z3.Bool(f"finite_hypothesis{k}") for k in range(len(inv))]
             solver.add(*(z3.Implies(t, h) for t, h in zip(tracks, inv, strict=True)))
@@ -180,3 +181,30 @@ def _applied(formulas: list[Any]) -> set[int]:
             found.add(z3.Z3_get_ast_id(ref, z3.Z3_func_decl_to_ast(ref, decl)))
             todo.extend(z3.Z3_get_app_arg(ref, a, k) for k in range(z3.Z3_get_app_num_args(ref, a)))
     return found
+
+
+def _node_constants(formula: Any) -> list[Any]:
+    """The uninterpreted ``Node`` constants of ``formula`` (the erring action's message source
+    in an error goal: one outside the fixed size's nodes escapes its hypotheses)."""
+    ref = formula.ctx.ref()
+    node = NODE.ast
+    out: list[Any] = []
+    seen: set[int] = set()
+    todo = [formula.as_ast()]
+    while todo:
+        a = todo.pop()
+        key = z3.Z3_get_ast_id(ref, a)
+        if key in seen:
+            continue
+        seen.add(key)
+        kind = z3.Z3_get_ast_kind(ref, a)
+        if kind == z3.Z3_QUANTIFIER_AST:
+            todo.append(z3.Z3_get_quantifier_body(ref, a))
+        elif kind == z3.Z3_APP_AST:
+            n = z3.Z3_get_app_num_args(ref, a)
+            decl = z3.Z3_get_app_decl(ref, a)
+            if n == 0 and z3.Z3_get_decl_kind(ref, decl) == z3.Z3_OP_UNINTERPRETED and \
+                    z3.Z3_is_eq_sort(ref, z3.Z3_get_sort(ref, a), node):
+                out.append(z3.z3._to_expr_ref(a, formula.ctx))
+            todo.extend(z3.Z3_get_app_arg(ref, a, k) for k in range(n))
+    return out
