@@ -25,7 +25,7 @@ from typing import Any
 import attrs
 import z3
 
-from coherence.smt.nodes import HOME, NODE, UNDEF_N, finite_nodes
+from coherence.smt.nodes import HOME, NODE, UNDEF_N, finite_nodes, raw_apps
 from coherence.smt.param import Obligations, Query
 
 AGENTS = 4  # the agents of the fixed size: two a goal names, the acting one, one more
@@ -159,52 +159,23 @@ def _defined(definition: Any) -> int:
 
 
 def _applied(formulas: list[Any]) -> set[int]:
-    """The ids of the functions applied in ``formulas``, on raw ASTs (MSI's hypotheses have
-    hundreds of thousands of nodes)."""
+    """The ids of the functions applied in ``formulas``."""
     if not formulas:
         return set()
     ref = formulas[0].ctx.ref()
-    found: set[int] = set()
-    seen: set[int] = set()
-    todo = [f.as_ast() for f in formulas]
-    while todo:
-        a = todo.pop()
-        key = z3.Z3_get_ast_id(ref, a)
-        if key in seen:
-            continue
-        seen.add(key)
-        kind = z3.Z3_get_ast_kind(ref, a)
-        if kind == z3.Z3_QUANTIFIER_AST:
-            todo.append(z3.Z3_get_quantifier_body(ref, a))
-        elif kind == z3.Z3_APP_AST:
-            decl = z3.Z3_get_app_decl(ref, a)
-            found.add(z3.Z3_get_ast_id(ref, z3.Z3_func_decl_to_ast(ref, decl)))
-            todo.extend(z3.Z3_get_app_arg(ref, a, k) for k in range(z3.Z3_get_app_num_args(ref, a)))
-    return found
+    return {z3.Z3_get_ast_id(ref, z3.Z3_func_decl_to_ast(ref, z3.Z3_get_app_decl(ref, a)))
+            for a in raw_apps(formulas)}
 
 
 def _node_constants(formula: Any) -> list[Any]:
     """The uninterpreted ``Node`` constants of ``formula`` (the erring action's message source
     in an error goal: one outside the fixed size's nodes escapes its hypotheses)."""
-    ref = formula.ctx.ref()
-    node = NODE.ast
-    out: list[Any] = []
-    seen: set[int] = set()
-    todo = [formula.as_ast()]
-    while todo:
-        a = todo.pop()
-        key = z3.Z3_get_ast_id(ref, a)
-        if key in seen:
-            continue
-        seen.add(key)
-        kind = z3.Z3_get_ast_kind(ref, a)
-        if kind == z3.Z3_QUANTIFIER_AST:
-            todo.append(z3.Z3_get_quantifier_body(ref, a))
-        elif kind == z3.Z3_APP_AST:
-            n = z3.Z3_get_app_num_args(ref, a)
-            decl = z3.Z3_get_app_decl(ref, a)
-            if n == 0 and z3.Z3_get_decl_kind(ref, decl) == z3.Z3_OP_UNINTERPRETED and \
-                    z3.Z3_is_eq_sort(ref, z3.Z3_get_sort(ref, a), node):
-                out.append(z3.z3._to_expr_ref(a, formula.ctx))
-            todo.extend(z3.Z3_get_app_arg(ref, a, k) for k in range(n))
+    ctx = formula.ctx
+    ref = ctx.ref()
+    out = []
+    for a in raw_apps([formula]):
+        if z3.Z3_get_app_num_args(ref, a) == 0 and z3.Z3_is_eq_sort(
+                ref, z3.Z3_get_sort(ref, a), NODE.ast) and z3.Z3_get_decl_kind(
+                ref, z3.Z3_get_app_decl(ref, a)) == z3.Z3_OP_UNINTERPRETED:
+            out.append(z3.z3._to_expr_ref(a, ctx))
     return out

@@ -34,6 +34,7 @@ from typing import Any
 
 import z3
 
+from coherence.smt.nodes import raw_apps
 from coherence.smt.param_count import CARD
 
 _FRESH = itertools.count()  # one name per set, across every solver of the process
@@ -66,24 +67,10 @@ class LambdaNames:
         mine = {f.get_id(): f for f in self._names.values()}
         ref = formulas[0].ctx.ref()
         found: dict[int, Any] = {}
-        seen: set[int] = set()
-        todo = [f.as_ast() for f in formulas]
-        while todo:
-            a = todo.pop()
-            key = z3.Z3_get_ast_id(ref, a)
-            if key in seen:
-                continue
-            seen.add(key)
-            kind = z3.Z3_get_ast_kind(ref, a)
-            if kind == z3.Z3_QUANTIFIER_AST:
-                todo.append(z3.Z3_get_quantifier_body(ref, a))
-            elif kind == z3.Z3_APP_AST:
-                decl = z3.Z3_get_app_decl(ref, a)
-                fid = z3.Z3_get_ast_id(ref, z3.Z3_func_decl_to_ast(ref, decl))
-                if fid in mine:
-                    found[fid] = mine[fid]
-                n = z3.Z3_get_app_num_args(ref, a)
-                todo.extend(z3.Z3_get_app_arg(ref, a, k) for k in range(n))
+        for a in raw_apps(formulas):
+            fid = z3.Z3_get_ast_id(ref, z3.Z3_func_decl_to_ast(ref, z3.Z3_get_app_decl(ref, a)))
+            if fid in mine:
+                found[fid] = mine[fid]
         return found
 
     def congruences(self, new: list[Any], old: list[Any]) -> list[Any]:

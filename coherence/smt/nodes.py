@@ -19,6 +19,29 @@ def is_agent(x: Any) -> Any:
     return z3.And(x != HOME, x != UNDEF_N)
 
 
+def raw_apps(formulas: list[Any]) -> Iterator[Any]:
+    """Each distinct application of ``formulas``, under their quantifiers too, as a raw AST
+    (of ``formulas[0].ctx``): the Python wrappers cost microseconds per node, and MSI's
+    hypotheses have hundreds of thousands."""
+    if not formulas:
+        return
+    ref = formulas[0].ctx.ref()
+    seen: set[int] = set()
+    todo = [f.as_ast() for f in formulas]
+    while todo:
+        a = todo.pop()
+        key = z3.Z3_get_ast_id(ref, a)
+        if key in seen:
+            continue
+        seen.add(key)
+        kind = z3.Z3_get_ast_kind(ref, a)
+        if kind == z3.Z3_QUANTIFIER_AST:
+            todo.append(z3.Z3_get_quantifier_body(ref, a))
+        elif kind == z3.Z3_APP_AST:
+            yield a
+            todo.extend(z3.Z3_get_app_arg(ref, a, k) for k in range(z3.Z3_get_app_num_args(ref, a)))
+
+
 def node_constants(t: Any) -> list[Any]:
     """The uninterpreted ``Node`` constants of ``t`` outside its quantifiers."""
     seen: set[int] = set()
