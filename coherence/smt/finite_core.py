@@ -25,7 +25,7 @@ from typing import Any
 import attrs
 import z3
 
-from coherence.smt.nodes import HOME, NODE, UNDEF_N, finite_nodes, raw_apps
+from coherence.smt.nodes import HOME, NODE, UNDEF_N, finite_nodes, node_constants, raw_apps
 from coherence.smt.param import Obligations, Query
 
 AGENTS = 4  # the agents of the fixed size: two a goal names, the acting one, one more
@@ -65,7 +65,9 @@ class FiniteCore:
         solver, tracks = self._solver(g, fq)
         solver.push()
         try:
-            solver.add(*self._closed(_node_constants(fq.assertions[-1])))
+            # an error goal's erring action has node constants of its own (its message's
+            # source): one outside the fixed size's nodes would escape every hypothesis
+            solver.add(*self._closed(node_constants(fq.assertions[-1], quantifiers=True)))
             solver.add(fq.assertions[-1])
             solver.set("rlimit", rlimit)
             if solver.check(*tracks) != z3.unsat:
@@ -104,7 +106,7 @@ class FiniteCore:
             solver.set("core.minimize", True)
             solver.add(z3.Distinct(*self.nodes))
             solver.add(*self._closed([*self.ob.cur.leaves(), *fq.consts,
-                                      *_node_constants(fq.assertions[-2])]))
+                                      *node_constants(fq.assertions[-2], quantifiers=True)]))
             solver.add(*fq.assertions[:start], fq.assertions[-2])
             tracks = [z3.Bool(f"finite_hypothesis{k}") for k in range(len(inv))]
             solver.add(*(z3.Implies(t, h) for t, h in zip(tracks, inv, strict=True)))
@@ -134,23 +136,20 @@ class FiniteCore:
         return z3.Or([t == n for n in self.nodes])
 
 
-
 def used_definitions(definitions: list[Any], formulas: list[Any]) -> list[Any]:
     """The definitions (``forall zs :: F(zs) == lambda ...``, NOTE(count-set-names)) of the
     set functions that ``formulas`` apply, or that a kept definition applies."""
     applied = _applied(formulas)
-    keep: list[Any] = []
-    rest = list(definitions)
+    kept: set[int] = set()
     grew = True
     while grew:
         grew = False
-        for d in list(rest):
-            if _defined(d) in applied:
-                keep.append(d)
-                rest.remove(d)
+        for k, d in enumerate(definitions):
+            if k not in kept and _defined(d) in applied:
+                kept.add(k)
                 applied |= _applied([d])
                 grew = True
-    return [d for d in definitions if any(d.eq(k) for k in keep)]
+    return [d for k, d in enumerate(definitions) if k in kept]
 
 
 def _defined(definition: Any) -> int:
@@ -166,16 +165,3 @@ def _applied(formulas: list[Any]) -> set[int]:
     return {z3.Z3_get_ast_id(ref, z3.Z3_func_decl_to_ast(ref, z3.Z3_get_app_decl(ref, a)))
             for a in raw_apps(formulas)}
 
-
-def _node_constants(formula: Any) -> list[Any]:
-    """The uninterpreted ``Node`` constants of ``formula`` (the erring action's message source
-    in an error goal: one outside the fixed size's nodes escapes its hypotheses)."""
-    ctx = formula.ctx
-    ref = ctx.ref()
-    out = []
-    for a in raw_apps([formula]):
-        if z3.Z3_get_app_num_args(ref, a) == 0 and z3.Z3_is_eq_sort(
-                ref, z3.Z3_get_sort(ref, a), NODE.ast) and z3.Z3_get_decl_kind(
-                ref, z3.Z3_get_app_decl(ref, a)) == z3.Z3_OP_UNINTERPRETED:
-            out.append(z3.z3._to_expr_ref(a, ctx))
-    return out

@@ -19,10 +19,10 @@ def is_agent(x: Any) -> Any:
     return z3.And(x != HOME, x != UNDEF_N)
 
 
-def raw_apps(formulas: list[Any]) -> Iterator[Any]:
-    """Each distinct application of ``formulas``, under their quantifiers too, as a raw AST
-    (of ``formulas[0].ctx``): the Python wrappers cost microseconds per node, and MSI's
-    hypotheses have hundreds of thousands."""
+def raw_apps(formulas: list[Any], quantifiers: bool = True) -> Iterator[Any]:
+    """Each distinct application of ``formulas`` (under their quantifiers too, unless
+    ``quantifiers`` is False), depth first, as a raw AST of ``formulas[0].ctx``: the Python
+    wrappers cost microseconds per node, and MSI's hypotheses have hundreds of thousands."""
     if not formulas:
         return
     ref = formulas[0].ctx.ref()
@@ -35,27 +35,25 @@ def raw_apps(formulas: list[Any]) -> Iterator[Any]:
             continue
         seen.add(key)
         kind = z3.Z3_get_ast_kind(ref, a)
-        if kind == z3.Z3_QUANTIFIER_AST:
+        if kind == z3.Z3_QUANTIFIER_AST and quantifiers:
             todo.append(z3.Z3_get_quantifier_body(ref, a))
         elif kind == z3.Z3_APP_AST:
             yield a
             todo.extend(z3.Z3_get_app_arg(ref, a, k) for k in range(z3.Z3_get_app_num_args(ref, a)))
 
 
-def node_constants(t: Any) -> list[Any]:
-    """The uninterpreted ``Node`` constants of ``t`` outside its quantifiers."""
-    seen: set[int] = set()
-    out: list[Any] = []
-    todo = [t]
-    while todo:
-        x = todo.pop()
-        if x.get_id() in seen or z3.is_quantifier(x) or not z3.is_app(x):
-            continue
-        seen.add(x.get_id())
-        if (x.num_args() == 0 and x.sort() == NODE
-                and x.decl().kind() == z3.Z3_OP_UNINTERPRETED):
-            out.append(x)
-        todo.extend(x.children())
+def node_constants(t: Any, quantifiers: bool = False) -> list[Any]:
+    """The uninterpreted ``Node`` constants of ``t`` outside its quantifiers (and under them
+    with ``quantifiers``), in the order first met."""
+    ctx = t.ctx
+    ref = ctx.ref()
+    node = NODE.ast
+    out = []
+    for a in raw_apps([t], quantifiers):
+        if z3.Z3_get_app_num_args(ref, a) == 0 and z3.Z3_is_eq_sort(
+                ref, z3.Z3_get_sort(ref, a), node) and z3.Z3_get_decl_kind(
+                ref, z3.Z3_get_app_decl(ref, a)) == z3.Z3_OP_UNINTERPRETED:
+            out.append(z3.z3._to_expr_ref(a, ctx))
     return out
 
 

@@ -1291,7 +1291,7 @@ class Obligations:
         first += [Query("error:error", "init", [*init, err], cur, shape=shape,
                         key=("error:error", -1, j), anchor=init) for j, err in self.errs]
         self._built: dict[int, list[Query]] = {0: self._marked(first)}
-        self._steps: dict[int, tuple[Any, PState, list[Any], Any, list[Any]]] = {}  # ``query``
+        self._steps: dict[int, tuple[Any, PState, list[Any], Any, list[Any], list[Any]]] = {}
         self._finite_core: Any = None
 
     @property
@@ -1333,24 +1333,26 @@ class Obligations:
         if g == 0:
             return next((q for q in self.group(0) if q.key == key), None)
         if g not in self._steps:  # the step of the last action asked, kept for its goals
-            i = g - 1
-            machine, tr = self.acts[i]
-            ok, _err, succ, consts, dup = _step(self.enc, self.cur, machine, tr, f"a{i}")
-            # NOTE(finite-core): no card there (sums), and the walk is long
-            counted = [] if finite() is not None else card_terms([*self.inv, ok])
-            base = [self.enc.nodes_apart(), self.enc.domain(self.cur), *bounds(counted)]
-            self._steps = {g: (ok, succ, consts, dup, base)}
-        ok, succ, consts, dup, base = self._steps[g]
-        return next(iter(self._one(g - 1, key, base, ok, succ, consts, dup,
-                                   [*base[:2], ok])), None)
+            self._steps = {g: self._stepped(g - 1)}
+        return next(iter(self._one(g - 1, key, *self._steps[g])), None)
+
+    def _stepped(self, i: int) -> tuple[Any, PState, list[Any], Any, list[Any], list[Any]]:
+        """Action ``i``'s step from ``cur``: (ok, successor, its constants, duplicate send,
+        the hypotheses that are not properties, the anchor)."""
+        machine, tr = self.acts[i]
+        ok, _err, succ, consts, dup = _step(self.enc, self.cur, machine, tr, f"a{i}")
+        # NOTE(finite-core): no card at a fixed size (sums), and the walk is long there
+        counted = [] if finite() is not None else card_terms([*self.inv, ok])
+        base = [self.enc.nodes_apart(), self.enc.domain(self.cur), *bounds(counted)]
+        anchor = [*base[:2], ok]  # the bounds depend on the hypotheses: among them
+        return ok, succ, consts, dup, base, anchor
 
     def _action(self, i: int) -> list[Query]:
-        enc, cur, shape, inv = self.enc, self.cur, self.shape, self.inv
+        cur, shape, inv = self.cur, self.shape, self.inv
         machine, tr = self.acts[i]
-        ok, _err, succ, consts, dup = _step(enc, cur, machine, tr, f"a{i}")
+        ok, succ, consts, dup, base, anchor = self._stepped(i)
         label = self.label(i + 1)
-        base = [enc.nodes_apart(), enc.domain(cur), *bounds(card_terms([*inv, ok]))]
-        anchor = [*base[:2], ok]  # the bounds depend on the hypotheses: among them
+        enc = self.enc
         out = []
         if not z3.is_false(dup):
             out.append(Query(ONE_PER_KIND, f"action {label}", [*base, *inv, ok, dup], cur,
@@ -1382,8 +1384,8 @@ class Obligations:
                              anchor=anchor))
         return out
 
-    def _one(self, i: int, key: tuple[str, int, int], base: list[Any], ok: Any, succ: PState,
-             consts: list[Any], dup: Any, anchor: list[Any]) -> list[Query]:
+    def _one(self, i: int, key: tuple[str, int, int], ok: Any, succ: PState,
+             consts: list[Any], dup: Any, base: list[Any], anchor: list[Any]) -> list[Query]:
         """``_action``'s query of ``key`` alone, as ``_action`` builds it (not marked as a
         frame: the caller asks it)."""
         enc, inv = self.enc, self.inv
