@@ -1595,7 +1595,8 @@ def _share(model: ir.Model, ob: Obligations, groups: Iterable[int], budget: Budg
     """Settle the queries of ``groups`` (increasing), in order; after a query of a property
     fails, that property's later queries are skipped (one counterexample per property is
     enough). A list is built first (the total is known); any other iterable (``Claims``)
-    group by group, as it is handed out."""
+    group by group, as it is handed out. NOTE(quick-first): a query the quick tries do not
+    settle waits for its long tries until every query of the share has had its quick ones."""
     status: dict[str, str] = {}  # goal -> proved | cti | unknown
     out: list[Outcome] = []
     shared_context: tuple[int, ...] = ()
@@ -1610,6 +1611,61 @@ def _share(model: ir.Model, ob: Obligations, groups: Iterable[int], budget: Budg
     else:
         # NOTE(group-deadline): past --timeout an action handed out is not built
         pending = ((g, None if budget.expired() else ob.group(g)) for g in groups)
+    waiting: list[tuple[tuple[int, int], Query, Any, float, Deferred]] = []
+
+    def settle(at: tuple[int, int], q: Query, look: Any, spent: float,
+               late: Deferred | None) -> bool:
+        """Ask ``q`` (its long tries, with ``late``) and record its outcome; False when the
+        proof was interrupted."""
+        nonlocal shared, shared_context, grounded
+        if budget.expired():
+            out.append(Outcome(at, q.goal, q.key, "unknown",
+                               f"--timeout {budget.timeout:g} s reached"))
+            status[q.goal] = "unknown"
+            return True
+        began = time.perf_counter() - spent
+        try:
+            settled = _settled(model, q, ob, shared, shared_context, grounded, budget, late)
+        except (interrupt.Interrupted, z3.Z3Exception) as e:
+            if not interrupt.stopped(e):
+                raise
+            # NOTE(prove-interrupt): the rest is not asked
+            out.append(Outcome(at, q.goal, q.key, "interrupted", interrupt.REASON))
+            return False
+        except TraceReplayError as e:
+            # NOTE(replay-internal): Z3's counterexample to induction does not replay in the
+            # reference semantics: the encoding is wrong somewhere (it once proved a false
+            # `isundefined` line), so the obligation is neither proved nor refuted, and the
+            # user is told so rather than shown a traceback
+            status[q.goal] = "unknown"
+            shared_context, grounded = (), None  # the action's solvers are made anew
+            out.append(Outcome(at, q.goal, q.key, "unknown",
+                               f"internal error on {q.goal}, {q.what}: {e} (the encoding for "
+                               "every N and the reference semantics disagree: a bug in "
+                               "coherence; please report it with the spec)"))
+            return True
+        shared, shared_context, grounded, (answer, cti, why) = settled
+        if isinstance(answer, Deferred):
+            waiting.append((at, q, look, time.perf_counter() - began, answer))
+            return True
+        if answer == z3.unsat:
+            out.append(Outcome(at, q.goal, q.key, "settled"))
+            if cache is not None and look is not None:
+                cache.record(look, q.goal, q.what, time.perf_counter() - began, model.file)
+            return True
+        where = ("the initial state" if q.what == "init"
+                 else f"{q.what} (for some number of {_units(ob.shape)})")
+        if answer == z3.sat or cti is not None:
+            status[q.goal] = "cti"
+            verb = "implied by" if q.what == "init" else "preserved by"
+            out.append(Outcome(at, q.goal, q.key, "cti", f"{q.goal} is not {verb} {where}",
+                               cti))
+        else:
+            status[q.goal] = "unknown"
+            out.append(Outcome(at, q.goal, q.key, "unknown",
+                               f"Z3 answered unknown on {q.goal}, {q.what} ({why})"))
+        return True
+
     n = 0
     for at, q, size in _queries(pending):
         if q is None:
@@ -1637,49 +1693,14 @@ def _share(model: ir.Model, ob: Obligations, groups: Iterable[int], budget: Budg
                 cache.record(look, q.goal, q.what, 0.0, model.file)  # a format-3 hit, upgraded
                 out.append(Outcome(at, q.goal, q.key, "settled", cached=True))
                 continue
-        if budget.expired():
-            out.append(Outcome(at, q.goal, q.key, "unknown",
-                               f"--timeout {budget.timeout:g} s reached"))
-            status[q.goal] = "unknown"
-            continue
-        began = time.perf_counter()
-        try:
-            settled = _settled(model, q, ob, shared, shared_context, grounded, budget)
-        except (interrupt.Interrupted, z3.Z3Exception) as e:
-            if not interrupt.stopped(e):
-                raise
-            # NOTE(prove-interrupt): the rest is not asked
-            out.append(Outcome(at, q.goal, q.key, "interrupted", interrupt.REASON))
-            break
-        except TraceReplayError as e:
-            # NOTE(replay-internal): Z3's counterexample to induction does not replay in the
-            # reference semantics: the encoding is wrong somewhere (it once proved a false
-            # `isundefined` line), so the obligation is neither proved nor refuted, and the
-            # user is told so rather than shown a traceback
-            status[q.goal] = "unknown"
-            shared_context, grounded = (), None  # the action's solvers are made anew
-            out.append(Outcome(at, q.goal, q.key, "unknown",
-                               f"internal error on {q.goal}, {q.what}: {e} (the encoding for "
-                               "every N and the reference semantics disagree: a bug in "
-                               "coherence; please report it with the spec)"))
-            continue
-        shared, shared_context, grounded, (answer, cti, why) = settled
-        if answer == z3.unsat:
-            out.append(Outcome(at, q.goal, q.key, "settled"))
-            if cache is not None and look is not None:
-                cache.record(look, q.goal, q.what, time.perf_counter() - began, model.file)
-            continue
-        where = ("the initial state" if q.what == "init"
-                 else f"{q.what} (for some number of {_units(ob.shape)})")
-        if answer == z3.sat or cti is not None:
-            status[q.goal] = "cti"
-            verb = "implied by" if q.what == "init" else "preserved by"
-            out.append(Outcome(at, q.goal, q.key, "cti", f"{q.goal} is not {verb} {where}",
-                               cti))
-        else:
-            status[q.goal] = "unknown"
-            out.append(Outcome(at, q.goal, q.key, "unknown",
-                               f"Z3 answered unknown on {q.goal}, {q.what} ({why})"))
+        if not settle(at, q, look, 0.0, None):
+            return out
+    for at, q, look, spent, late in waiting:  # NOTE(quick-first): the long tries
+        if progress is not None:
+            all_done, all_total = tally.sums()
+            progress(all_done, all_total, f"obligation {q.goal}: {q.what}, the long tries")
+        if status[q.goal] == "proved" and not settle(at, q, look, spent, late):
+            return out
     tally.set(share, total, total)
     return out
 
@@ -1713,10 +1734,12 @@ def _unbuilt(ob: Obligations, g: int, budget: Budget) -> list[Outcome]:
 
 
 def _settled(model: ir.Model, q: Query, ob: Obligations, shared: Any,
-             shared_context: tuple[int, ...], grounded: Grounded | None, budget: Budget
+             shared_context: tuple[int, ...], grounded: Grounded | None, budget: Budget,
+             late: Deferred | None = None
              ) -> tuple[Any, tuple[int, ...], Grounded | None, tuple[Any, Any, str]]:
     """``_settle`` on the action's solver, made anew when the query starts another action:
-    (solver, its context, the action's ground try, (answer, CTI, why))."""
+    (solver, its context, the action's ground try, (answer, CTI, why)); its quick tries
+    only, or (``late``) its long tries (NOTE(quick-first))."""
     context = tuple(a.get_id() for a in q.quantified[:-1])
     if ob.shape is not None:  # NOTE(param-hierarchy): a fresh solver per query is faster
         shared, shared_context = z3.Solver(), ()
@@ -1729,8 +1752,11 @@ def _settled(model: ir.Model, q: Query, ob: Obligations, shared: Any,
         shared = z3.Solver()
         shared.add(*q.quantified[:-1])
         grounded.stale = False
+    if late is not None:
+        return shared, shared_context, grounded, _settle_late(model, q, budget, grounded, late)
     core = ob.finite_core if ob.shape is None else None
-    return shared, shared_context, grounded, _settle(model, q, shared, budget, grounded, core)
+    return shared, shared_context, grounded, _settle(model, q, shared, budget, grounded, core,
+                                                     defer=True)
 
 
 def _prove(model: ir.Model, budget: Budget, refute_depth: int, notes: list[str],
@@ -2007,15 +2033,28 @@ class Grounded:
         return bool(interrupt.check(solver, *assumptions) == z3.unsat)
 
 
+@attrs.frozen
+class Deferred:
+    """NOTE(quick-first): a query whose quick tries gave up, its long ones left for later;
+    ``tried``: the answer of a quick check they start from, where one was made."""
+
+    tried: tuple[Any, str] | None
+
+    def __str__(self) -> str:
+        return "deferred"
+
+
 def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
             grounded: Grounded | None = None,
-            core: Callable[[], Any] | None = None) -> tuple[Any, Any, str]:
+            core: Callable[[], Any] | None = None,
+            defer: bool = False) -> tuple[Any, Any, str]:
     """(answer, concrete CTI or None, why unknown) of one query: a quick try on the action's
     incremental solver (about 3x faster than a fresh solver per query), when it gives up the
     quantifier-free try (``grounded``: the action's), a counterexample
     with 1-2 agents, a fresh solver, a counterexample with 3-4 agents, then the long try.
-    ``core``: the spec's ``FiniteCore`` (NOTE(finite-core)), made when first needed."""
-    from coherence.smt.param_cti import MAX_AGENTS, find_cti
+    ``core``: the spec's ``FiniteCore`` (NOTE(finite-core)), made when first needed.
+    ``defer``: stop where the long tries would start, the answer a ``Deferred``
+    (NOTE(quick-first); ``_settle_late`` goes on from there)."""
     if q.unchanged:  # NOTE(frame-unchanged): its hypothesis, which ``inv`` asserts
         return z3.unsat, None, ""
     step = q.what != "init"
@@ -2107,15 +2146,8 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
         if flat_step and not counting_goal and not split_first and _split(q, budget):
             grounded.split_wins += 1
             return z3.unsat, None, ""
-        # NOTE(count-skolem-venn): the quantified solver with the goal's witnesses and the
-        # Venn axioms quantified per node (after the fresh try since the counted sets are
-        # named, NOTE(count-set-names): on MSI's `GetS in I` the fresh try proves every
-        # changed goal the incremental one leaves but one, the witnessed try 4 fewer)
-        if _skolem_venn(q, grounded, budget):
-            return z3.unsat, None, ""
-        grounded.deadline = budget.deadline(GROUND_SECONDS)
-        if grounded.proves(q.assertions[-1]):
-            return z3.unsat, None, ""
+        late = Deferred(tried)
+        return (late, None, "") if defer else _settle_late(model, q, budget, grounded, late)
     if step and not counts and grounded is not None and grounded.ready \
             and grounded.proves(q.assertions[-1], wider=False):
         # once an action's quick try has given up on one goal, the rest of its goals go to
@@ -2125,29 +2157,68 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
     if tried is not None:  # NOTE(count-fresh-first): this fresh try is done
         answer, why = tried
     else:
-        if counts:  # a solver of its own (see above): the action's one is not used
-            shared = z3.Solver()
-            shared.add(*q.quantified)
         budget.limit(shared, QUICK_SECONDS, wall=QUICK_WALL_SECONDS)
-        answer, why = _check(shared, [] if q.shape is not None or counts
-                             else [q.quantified[-1]])
+        answer, why = _check(shared, [] if q.shape is not None else [q.quantified[-1]])
         if answer == z3.unsat:
             return answer, None, why
-    if answer == z3.unknown and step and not counts and grounded is not None \
+    if answer == z3.unknown and step and grounded is not None \
             and grounded.proves(q.assertions[-1]):
         return z3.unsat, None, ""
-    answer, why = _trusted(counts, answer, why)
-    fresh = z3.Solver()
-    fresh.add(*q.quantified)
-    if answer == z3.unknown and not counts and q.shape is None:
+    if answer == z3.unknown and q.shape is None:
         # a quick try that gave up on the action's incremental solver: a fresh solver often
         # proves it at once (acked's inferred lines: 0.03-0.2 s), before the CTI search
+        fresh = z3.Solver()
+        fresh.add(*q.quantified)
         budget.limit(fresh, QUICK_SECONDS, wall=QUICK_WALL_SECONDS)
         if _check(fresh)[0] == z3.unsat:
             return z3.unsat, None, ""
-    if answer == z3.unknown and step and not counts and q.shape is None \
-            and _core_try(q, core, budget):
+    if answer == z3.unknown and step and q.shape is None and _core_try(q, core, budget):
         return z3.unsat, None, ""
+    late = Deferred((answer, why))
+    if defer and answer == z3.unknown:  # a sat answer is a counterexample: it is built now
+        return late, None, ""
+    return _long_tries(model, q, budget, answer, why)
+
+
+def _settle_late(model: ir.Model, q: Query, budget: Budget, grounded: Grounded | None,
+                 late: Deferred) -> tuple[Any, Any, str]:
+    """NOTE(quick-first): ``_settle``'s long tries on a query it deferred (``grounded``: the
+    action's ground try, made anew when None)."""
+    if not q.counts:
+        assert late.tried is not None  # a flat spec's deferral follows its quick check
+        return _long_tries(model, q, budget, *late.tried)
+    grounded = grounded if grounded is not None else Grounded(q)
+    # NOTE(count-skolem-venn): the quantified solver with the goal's witnesses and the
+    # Venn axioms quantified per node (after the fresh try since the counted sets are
+    # named, NOTE(count-set-names): on MSI's `GetS in I` the fresh try proves every
+    # changed goal the incremental one leaves but one, the witnessed try 4 fewer)
+    if _skolem_venn(q, grounded, budget):
+        return z3.unsat, None, ""
+    grounded.deadline = budget.deadline(GROUND_SECONDS)
+    if grounded.proves(q.assertions[-1]):
+        return z3.unsat, None, ""
+    if late.tried is not None:  # NOTE(count-fresh-first): this fresh try is done
+        answer, why = late.tried
+    else:  # a solver of its own: the action's incremental one is not used (see _settle)
+        shared = z3.Solver()
+        shared.add(*q.quantified)
+        budget.limit(shared, QUICK_SECONDS, wall=QUICK_WALL_SECONDS)
+        answer, why = _check(shared, [])
+        if answer == z3.unsat:
+            return answer, None, why
+    return _long_tries(model, q, budget, *_trusted(True, answer, why))
+
+
+def _long_tries(model: ir.Model, q: Query, budget: Budget, answer: Any, why: str
+                ) -> tuple[Any, Any, str]:
+    """The tries after the quick ones: a counterexample with 1-2 agents, the split (in a
+    spec that does not count), a fresh solver, a counterexample with 3-4 agents, then the
+    long try."""
+    from coherence.smt.param_cti import MAX_AGENTS, find_cti
+    step = q.what != "init"
+    counts = q.counts
+    fresh = z3.Solver()
+    fresh.add(*q.quantified)
     cti = find_cti(model, q, budget, range(1, 3)) if step else None
     if cti is not None:
         return answer, cti, why
