@@ -42,9 +42,11 @@ def _trace_tries() -> None:
         setattr(owner, name, traced)
 
     from coherence.smt import param_cti
-    for name in ("_split", "_skolem_venn", "_check"):
+    for name in ("_split", "_skolem_venn", "_check", "_core_try"):
         wrap(param, name)
     wrap(param.Grounded, "proves")
+    from coherence.smt import finite_core
+    wrap(finite_core.FiniteCore, "hypotheses")  # NOTE(finite-core): the first builds the size
     wrap(param_cti, "find_cti")  # the search for a concrete counterexample (None: none found)
 
 
@@ -65,17 +67,20 @@ def main() -> None:
     groups = ob.groups_of(args.action)
     if not groups:
         raise SystemExit(f"no action {args.action!r}")
-    settle = param._settle
+    def timer(settle: Any, stage: str) -> Any:
+        def timed(model: Any, q: Any, *rest: Any, **kw: Any) -> Any:
+            began = time.perf_counter()
+            answer = settle(model, q, *rest, **kw)
+            print(json.dumps({"goal": q.goal, "stage": stage,
+                              "s": round(time.perf_counter() - began, 2),
+                              "answer": str(answer[0]), "cti": answer[1] is not None,
+                              "why": answer[2][:80]}), flush=True)
+            return answer
+        return timed
 
-    def timed(model: Any, q: Any, *rest: Any) -> Any:
-        began = time.perf_counter()
-        answer = settle(model, q, *rest)
-        print(json.dumps({"goal": q.goal, "s": round(time.perf_counter() - began, 2),
-                          "answer": str(answer[0]), "cti": answer[1] is not None,
-                          "why": answer[2][:80]}), flush=True)
-        return answer
-
-    param._settle = timed
+    # NOTE(quick-first): a goal's quick tries, and later its long ones where they gave up
+    param._settle = timer(param._settle, "quick")
+    param._settle_late = timer(param._settle_late, "late")
     if args.tries:
         _trace_tries()
     budget = param.Budget(args.seconds, None, time.perf_counter())
