@@ -34,7 +34,7 @@ from coherence import ir
 from coherence.errors import NO_SPAN, Span, SpecError
 from coherence.results import Failure
 from coherence.semantics import range_of
-from coherence.smt import interrupt
+from coherence.smt import guarded, interrupt
 from coherence.smt.execute import TRUE, Exec, all_of, any_of, arithmetic, b2i, truth
 from coherence.smt.frame_reads import leaf_index, leaves_read, leaves_written
 from coherence.smt.nodes import (
@@ -2094,15 +2094,6 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
             if incremental == z3.unsat:
                 return z3.unsat, None, ""
             counting_goal = counts_anywhere(q.assertions[-1])
-            # NOTE(goal-split): for a goal that counts only; on the others the fresh try
-            # below is as quick, and a split that fails costs its queries (CI's default tier
-            # took 25 min with the split on every goal, 16.5 min on the commit before it)
-            # NOTE(split-quantified-counts): a count under the goal's quantifier counts too
-            # (``card_terms`` sees only ground ones): MSI's `inferred_30` at `Inv in S` went
-            # to the ground try and the long tries (unknown after 182 s) where the split
-            # proves it in 1.3 s
-            if counting_goal and _split(q, budget):
-                return z3.unsat, None, ""
         grounded = grounded if grounded is not None else Grounded(q)
         # NOTE(split-first-won): once the split has proved a goal without a count in this
         # action, it comes before the fresh try on the next ones: on MSI's `Inv in S` it
@@ -2115,6 +2106,21 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
                 grounded.split_wins += 1
                 return z3.unsat, None, ""
             grounded.split_first_misses += 1
+        # NOTE(core-early): then the hypotheses the goal's instance at 4 agents uses
+        # (NOTE(finite-core)): on MSI's `FwdGetS in MI_A` it proved `inferred_31` in 3.5 s
+        # after the split (46 s) and the fresh try (12 s) had given up, and `inferred_15` in
+        # 0.9 s after a fresh try of 13 s
+        if flat_step and _core_try(q, core, budget):
+            return z3.unsat, None, ""
+        # NOTE(goal-split): for a goal that counts only; on the others the fresh try
+        # below is as quick, and a split that fails costs its queries (CI's default tier
+        # took 25 min with the split on every goal, 16.5 min on the commit before it)
+        # NOTE(split-quantified-counts): a count under the goal's quantifier counts too
+        # (``card_terms`` sees only ground ones): MSI's `inferred_30` at `Inv in S` went
+        # to the ground try and the long tries (unknown after 182 s) where the split
+        # proves it in 1.3 s
+        if counting_goal and _split(q, budget):
+            return z3.unsat, None, ""
         # NOTE(count-fresh-first): then a fresh solver, still before the ground try: on MSI's
         # inferred lines it proves 96 of the 106 goals of `GetM in S` that the incremental
         # one gives up on, most within 2 s, where a ground try that fails costs 1-2 minutes
@@ -2133,13 +2139,11 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
             fresh_first.add(*q.quantified)
             budget.limit(fresh_first, QUICK_SECONDS, wall=FRESH_FIRST_WON_WALL_SECONDS
                          if grounded.fresh_wins else FRESH_FIRST_WALL_SECONDS)
-            tried = _check(fresh_first)
+            tried = guarded.check(fresh_first)  # NOTE(check-guard)
             if tried[0] == z3.unsat:
                 grounded.fresh_wins += 1
                 return z3.unsat, None, ""
             grounded.fresh_misses += 1
-        if flat_step and _core_try(q, core, budget):
-            return z3.unsat, None, ""
         # NOTE(split-late): a goal that does not count, part by part, once the quick tries
         # gave up on it (MSI's `inferred_58` at `Evict in M`: 0.3 s, unknown after 168 s of
         # the tries below)
@@ -2227,7 +2231,7 @@ def _long_tries(model: ir.Model, q: Query, budget: Budget, answer: Any, why: str
         return z3.unsat, None, ""
     if answer == z3.unknown:
         budget.limit(fresh, 2 * QUICK_SECONDS)
-        answer, why = _check(fresh)
+        answer, why = guarded.check(fresh)  # NOTE(check-guard)
         if answer == z3.unsat:
             return answer, None, why
         answer, why = _trusted(counts, answer, why)
@@ -2236,7 +2240,7 @@ def _long_tries(model: ir.Model, q: Query, budget: Budget, answer: Any, why: str
     left = budget.seconds(QUERY_SECONDS)
     if cti is None and answer == z3.unknown and (left is None or left > 2 * QUICK_SECONDS):
         budget.limit(fresh, QUERY_SECONDS)
-        answer, why = _check(fresh)
+        answer, why = guarded.check(fresh)
         answer, why = _trusted(counts, answer, why)
     return answer, cti, why
 
@@ -2255,7 +2259,7 @@ def _core_try(q: Query, core: Callable[[], Any] | None, budget: Budget) -> bool:
     solver = z3.Solver()
     budget.limit(solver, QUICK_SECONDS, wall=CORE_WALL_SECONDS)
     solver.add(*small.quantified)
-    if _check(solver)[0] == z3.unsat:
+    if guarded.check(solver)[0] == z3.unsat:  # NOTE(check-guard)
         return True
     return _split(small, budget)
 
@@ -2291,7 +2295,7 @@ def _skolem_venn(q: Query, grounded: Grounded, budget: Budget) -> bool:
     solver = z3.Solver()
     budget.limit(solver, QUICK_SECONDS, wall=WITNESSED_WALL_SECONDS)
     solver.add(*hypotheses, goal, *venn_axioms(card_terms([goal, *hypotheses]), None))
-    return bool(_check(solver)[0] == z3.unsat)
+    return bool(guarded.check(solver)[0] == z3.unsat)  # NOTE(check-guard)
 
 
 def _check(solver: Any, assumptions: list[Any] | None = None) -> tuple[Any, str]:
