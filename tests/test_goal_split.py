@@ -250,6 +250,7 @@ def test_the_split_comes_first_once_it_has_won_in_the_action(monkeypatch: Any) -
         return split_answer[0]
 
     monkeypatch.setattr(param, "_check", check)
+    monkeypatch.setattr(param, "_check_guarded", check)
     monkeypatch.setattr(param, "_split", split)
     monkeypatch.setattr(param, "_skolem_venn", lambda *_a: False)
     monkeypatch.setattr(param.Grounded, "proves", lambda *_a, **_k: False)

@@ -2139,7 +2139,7 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
             fresh_first.add(*q.quantified)
             budget.limit(fresh_first, QUICK_SECONDS, wall=FRESH_FIRST_WON_WALL_SECONDS
                          if grounded.fresh_wins else FRESH_FIRST_WALL_SECONDS)
-            tried = guarded.check(fresh_first)  # NOTE(check-guard)
+            tried = _check_guarded(fresh_first)  # NOTE(check-guard)
             if tried[0] == z3.unsat:
                 grounded.fresh_wins += 1
                 return z3.unsat, None, ""
@@ -2231,7 +2231,7 @@ def _long_tries(model: ir.Model, q: Query, budget: Budget, answer: Any, why: str
         return z3.unsat, None, ""
     if answer == z3.unknown:
         budget.limit(fresh, 2 * QUICK_SECONDS)
-        answer, why = guarded.check(fresh)  # NOTE(check-guard)
+        answer, why = _check_guarded(fresh)  # NOTE(check-guard)
         if answer == z3.unsat:
             return answer, None, why
         answer, why = _trusted(counts, answer, why)
@@ -2240,7 +2240,7 @@ def _long_tries(model: ir.Model, q: Query, budget: Budget, answer: Any, why: str
     left = budget.seconds(QUERY_SECONDS)
     if cti is None and answer == z3.unknown and (left is None or left > 2 * QUICK_SECONDS):
         budget.limit(fresh, QUERY_SECONDS)
-        answer, why = guarded.check(fresh)
+        answer, why = _check_guarded(fresh)
         answer, why = _trusted(counts, answer, why)
     return answer, cti, why
 
@@ -2259,7 +2259,7 @@ def _core_try(q: Query, core: Callable[[], Any] | None, budget: Budget) -> bool:
     solver = z3.Solver()
     budget.limit(solver, QUICK_SECONDS, wall=CORE_WALL_SECONDS)
     solver.add(*small.quantified)
-    if guarded.check(solver)[0] == z3.unsat:  # NOTE(check-guard)
+    if _check_guarded(solver)[0] == z3.unsat:  # NOTE(check-guard)
         return True
     return _split(small, budget)
 
@@ -2295,7 +2295,7 @@ def _skolem_venn(q: Query, grounded: Grounded, budget: Budget) -> bool:
     solver = z3.Solver()
     budget.limit(solver, QUICK_SECONDS, wall=WITNESSED_WALL_SECONDS)
     solver.add(*hypotheses, goal, *venn_axioms(card_terms([goal, *hypotheses]), None))
-    return bool(guarded.check(solver)[0] == z3.unsat)  # NOTE(check-guard)
+    return bool(_check_guarded(solver)[0] == z3.unsat)  # NOTE(check-guard)
 
 
 def _check(solver: Any, assumptions: list[Any] | None = None) -> tuple[Any, str]:
@@ -2307,6 +2307,12 @@ def _check(solver: Any, assumptions: list[Any] | None = None) -> tuple[Any, str]
     except z3.Z3Exception as e:
         return z3.unknown, f"Z3 error: {e}"
     return answer, solver.reason_unknown() if answer == z3.unknown else ""
+
+
+def _check_guarded(solver: Any) -> tuple[Any, str]:
+    """``_check`` of a fresh solver in a child process killed past its cap
+    (NOTE(check-guard))."""
+    return guarded.check(solver)
 
 
 def _trusted(counts: bool, answer: Any, why: str) -> tuple[Any, str]:

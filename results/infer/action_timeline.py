@@ -42,7 +42,7 @@ def _trace_tries() -> None:
         setattr(owner, name, traced)
 
     from coherence.smt import param_cti
-    for name in ("_split", "_skolem_venn", "_check", "_core_try"):
+    for name in ("_split", "_skolem_venn", "_check", "_check_guarded", "_core_try"):
         wrap(param, name)
     wrap(param.Grounded, "proves")
     from coherence.smt import finite_core
