@@ -1,7 +1,7 @@
-"""NOTE(quick-first): a query whose quick tries give up waits for its long tries until every
-query of the share has had its quick ones; the verdict, the settled obligations and the
-counterexamples are what asking each query whole gives, and a query still waiting at
---timeout is unknown, never settled."""
+"""NOTE(quick-first): under --timeout, a query whose quick tries give up waits for its long
+tries until every query of the share has had its quick ones; the verdict, the settled
+obligations and the counterexamples are what asking each query whole gives, and a query still
+waiting at --timeout is unknown, never settled. Without --timeout each query is asked whole."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from coherence.smt.param import prove_all
 from coherence.spec.load import load_spec_text
 
 GOAL = "invariant:mutex"
+LATER = 3600.0  # a --timeout never reached: only the order of the tries changes
 
 
 def _deferring(monkeypatch: pytest.MonkeyPatch, goal: str,
@@ -51,7 +52,7 @@ def test_deferred_queries_get_their_long_tries_after_every_quick_try(
     assert whole.verdict == "holds"
     calls = _deferring(monkeypatch, GOAL)
     cache = str(tmp_path / "mutex.proof-cache")
-    split = prove_all(model, rlimit=PROOF_RLIMIT, cache=cache)
+    split = prove_all(model, rlimit=PROOF_RLIMIT, cache=cache, timeout=LATER)
     assert (split.verdict, split.proved, sorted(split.settled)) == \
         (whole.verdict, whole.proved, sorted(whole.settled))
     stages = [stage for stage, _goal, _what in calls]
@@ -62,7 +63,7 @@ def test_deferred_queries_get_their_long_tries_after_every_quick_try(
     assert [(g, w) for s, g, w in calls if s == "late"] == deferred
     # and what they settled was recorded: a second run asks Z3 nothing
     calls.clear()
-    again = prove_all(model, rlimit=PROOF_RLIMIT, cache=cache)
+    again = prove_all(model, rlimit=PROOF_RLIMIT, cache=cache, timeout=LATER)
     assert again.verdict == "holds" and again.cached == len(again.settled) - _unchanged(model)
     assert not calls
 
@@ -78,7 +79,7 @@ def test_a_counterexample_to_induction_is_found_by_the_long_tries(
     whole = prove_all(model, rlimit=PROOF_RLIMIT)
     assert whole.verdict == "unknown" and any(GOAL in c for c in whole.ctis)
     calls = _deferring(monkeypatch, GOAL)
-    split = prove_all(model, rlimit=PROOF_RLIMIT)
+    split = prove_all(model, rlimit=PROOF_RLIMIT, timeout=LATER)
     assert any(s == "late" for s, _g, _w in calls)
     assert (split.verdict, split.ctis, split.proved) == (whole.verdict, whole.ctis, whole.proved)
     assert [c.summary for c in split.cti_details] == [c.summary for c in whole.cti_details]
@@ -95,9 +96,18 @@ def test_a_query_still_waiting_at_the_timeout_is_unknown_not_settled(
     expired = param.Budget.expired
     monkeypatch.setattr(param.Budget, "expired", lambda self: expired(self) or sum(
         s == "quick" for s, _g, _w in calls) >= asked)
-    result = prove_all(model, timeout=3600, refute_depth=0)
+    result = prove_all(model, timeout=LATER, refute_depth=0)
     assert not any(s == "late" for s, _g, _w in calls)
     assert result.verdict == "unknown" and GOAL not in result.proved
     assert "--timeout" in (result.reason or "")
     assert deferred and not set(deferred) & set(result.settled)
 
+
+
+def test_without_a_timeout_each_query_is_asked_whole(monkeypatch: pytest.MonkeyPatch,
+                                                     tmp_path: Path) -> None:
+    model = load_spec_text(MUTEX + AUX, str(tmp_path / "mutex.coh"))
+    calls = _deferring(monkeypatch, GOAL)
+    assert prove_all(model, rlimit=PROOF_RLIMIT).verdict == "holds"
+    assert any(g == GOAL for _s, g, _w in calls)
+    assert not any(s == "late" for s, _g, _w in calls)  # nothing was deferred
