@@ -22,6 +22,7 @@ import os
 import select
 import signal
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import z3
@@ -38,18 +39,19 @@ _ANSWERS = {b"u": z3.unsat, b"s": z3.sat, b"?": z3.unknown}
 def check(solver: Any) -> tuple[Any, str]:
     """(answer, why unknown) of ``solver.check()``, in a forked child killed once it overruns
     the solver's wall-clock cap (``interrupt.cap``) by half and ``GRACE_SECONDS``; asked here
-    (``interrupt.check``) where the solver has no cap or fork is not used."""
+    (``answer``) where the solver has no cap or fork is not used."""
     wall = getattr(solver, interrupt.WALL, None)
     if wall is None or not can_fork():
-        return _answer(solver)
+        return answer(solver)
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns into the caller's stack
         try:
             os.close(r)
             _die_with_parent()
-            answer, why = _answer(solver, watched=False)
-            code = b"u" if answer == z3.unsat else b"s" if answer == z3.sat else b"?"
+            # not ``interrupt.check``: its watchdog's lock may have been held at the fork
+            got, why = answer(solver, watched=False)
+            code = b"u" if got == z3.unsat else b"s" if got == z3.sat else b"?"
             os.write(w, code + why.encode("utf-8", "replace")[:4000])
         finally:
             os._exit(0)
@@ -58,12 +60,17 @@ def check(solver: Any) -> tuple[Any, str]:
     return _wait(pid, r, 1.5 * wall + 1.0 + GRACE_SECONDS)
 
 
-def _answer(solver: Any, watched: bool = True) -> tuple[Any, str]:
+def answer(solver: Any, assumptions: Sequence[Any] = (), watched: bool = True
+           ) -> tuple[Any, str]:
+    """(answer, why unknown) of ``solver.check(*assumptions)`` in this process (``watched``:
+    under ``interrupt.check``'s watchdog). An error inside Z3 is an unknown (Z3 5.4.1 raised
+    "Overflow encountered when expanding vector" on a counting spec's incremental solver,
+    once in three runs): the next try decides, never a pass."""
     try:
-        answer = interrupt.check(solver) if watched else solver.check()
-    except z3.Z3Exception as e:  # as ``param._check``: an error inside Z3 is an unknown
+        got = interrupt.check(solver, *assumptions) if watched else solver.check(*assumptions)
+    except z3.Z3Exception as e:
         return z3.unknown, f"Z3 error: {e}"
-    return answer, solver.reason_unknown() if answer == z3.unknown else ""
+    return got, solver.reason_unknown() if got == z3.unknown else ""
 
 
 def _wait(pid: int, fd: int, seconds: float) -> tuple[Any, str]:

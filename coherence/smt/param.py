@@ -1667,6 +1667,7 @@ def _share(model: ir.Model, ob: Obligations, groups: Iterable[int], budget: Budg
         return True
 
     n = 0
+    stopped = False  # NOTE(prove-interrupt): the rest is not asked
     for at, q, size in _queries(pending):
         if q is None:
             out += _unbuilt(ob, at[0], budget)
@@ -1694,13 +1695,14 @@ def _share(model: ir.Model, ob: Obligations, groups: Iterable[int], budget: Budg
                 out.append(Outcome(at, q.goal, q.key, "settled", cached=True))
                 continue
         if not settle(at, q, look, 0.0, None):
-            return out
-    for at, q, look, spent, late in waiting:  # NOTE(quick-first): the long tries
+            stopped = True
+            break
+    for at, q, look, spent, late in [] if stopped else waiting:  # NOTE(quick-first)
         if progress is not None:
             all_done, all_total = tally.sums()
             progress(all_done, all_total, f"obligation {q.goal}: {q.what}, the long tries")
         if status[q.goal] == "proved" and not settle(at, q, look, spent, late):
-            return out
+            break
     tally.set(share, total, total)
     return out
 
@@ -2182,9 +2184,8 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
             return z3.unsat, None, ""
     if answer == z3.unknown and step and q.shape is None and _core_try(q, core, budget):
         return z3.unsat, None, ""
-    late = Deferred((answer, why))
     if defer and answer == z3.unknown:  # a sat answer is a counterexample: it is built now
-        return late, None, ""
+        return Deferred((answer, why)), None, ""
     return _long_tries(model, q, budget, answer, why)
 
 
@@ -2303,14 +2304,8 @@ def _skolem_venn(q: Query, grounded: Grounded, budget: Budget) -> bool:
 
 
 def _check(solver: Any, assumptions: list[Any] | None = None) -> tuple[Any, str]:
-    """(answer, why unknown) of ``solver.check``; an error inside Z3 is an unknown (Z3 5.4.1
-    raised "Overflow encountered when expanding vector" on a counting spec's incremental
-    solver, once in three runs): the next try decides, never a pass."""
-    try:
-        answer = interrupt.check(solver, *(assumptions or []))
-    except z3.Z3Exception as e:
-        return z3.unknown, f"Z3 error: {e}"
-    return answer, solver.reason_unknown() if answer == z3.unknown else ""
+    """(answer, why unknown) of ``solver.check`` here (``guarded.answer``)."""
+    return guarded.answer(solver, assumptions or [])
 
 
 def _check_guarded(solver: Any) -> tuple[Any, str]:
