@@ -64,6 +64,24 @@ def test_a_proof_whose_checks_hang_is_stopped_and_reported(tmp_path: Path, jobs:
         os.killpg(group, 0)
 
 
+@pytest.mark.skipif(not forked.can_fork() or forked.STACK_SIGNAL is None,
+                    reason="workers are forked on Linux only")
+def test_the_stop_says_where_each_process_was(tmp_path: Path) -> None:
+    """NOTE(hard-stop-stacks): this process's stack and its worker's, both inside the check
+    that hangs, before the worker is killed."""
+    code, out, err, _seconds, _group = _run(tmp_path, "--json", "--jobs", "2")
+    assert code == 3, err[-2000:]
+    assert "did not stop within 1 s of --timeout 1 s" in json.loads(out)["reason"]
+    head, _, stacks = err.partition("where each process was:")
+    assert "did not stop within 1 s" in head
+    here, worker_line, worker = stacks.partition("\nworker ")
+    assert worker_line, stacks[-2000:]
+    for stack in (here, worker):
+        assert "(most recent call first)" in stack
+        assert 'line 7 in hang' in stack, stack[-2000:]
+        assert "in _settle" in stack or "in _share" in stack or "in prove_all" in stack
+
+
 def test_the_text_report_says_why(tmp_path: Path) -> None:
     code, out, err, _seconds, _group = _run(tmp_path)
     assert code == 3

@@ -9,11 +9,16 @@ device runs of the same proof, given ``--timeout 430``, were still running when 
 when it fires, the forked workers are killed, the proof is reported unknown with the reason,
 and the process leaves with the unknown verdict's exit code. What the proof settled before is
 kept only in a ``--proof-cache``.
+
+NOTE(hard-stop-stacks): before they are killed, this process and each worker write their
+Python stacks to stderr, so that a stop says which check ignored its limits (a stack shows
+the Python frames even while a thread is inside Z3).
 """
 
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import os
 import sys
 import threading
@@ -45,7 +50,11 @@ def hard_stop(timeout: float | None, report: Callable[[], int]) -> Iterator[None
         with lock:
             if done[0]:
                 return
-            forked.kill_workers()
+            with contextlib.suppress(Exception):  # no usable stderr: no stacks
+                print(f"coherence: {reason(timeout)}; where each process was:",
+                      file=sys.stderr, flush=True)
+                faulthandler.dump_traceback(sys.stderr, all_threads=True)
+            forked.kill_workers(stacks=sys.stderr)
             code = 3
             try:
                 code = report()

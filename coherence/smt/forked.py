@@ -16,12 +16,14 @@ share runs here, one after another.
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import mmap
 import os
 import pickle
 import signal
 import struct
 import sys
+import time
 import traceback
 from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
@@ -96,8 +98,22 @@ class Tally:
 LIVE: set[int] = set()
 
 
-def kill_workers() -> None:
-    """Kill every worker now running (NOTE(hard-stop): the process is about to leave)."""
+# NOTE(hard-stop-stacks): a worker asked for its stack (``kill_workers(stacks=...)``) writes
+# it to the stderr it shares with this process; the pause lets one finish before the next
+STACK_SIGNAL = getattr(signal, "SIGUSR1", None)
+STACK_PAUSE_SECONDS = 0.3
+
+
+def kill_workers(stacks: Any = None) -> None:
+    """Kill every worker now running (NOTE(hard-stop): the process is about to leave). With
+    ``stacks`` (a text file, this process's stderr), each worker first writes where it is
+    there, under a line naming it."""
+    if stacks is not None and STACK_SIGNAL is not None:
+        for pid in sorted(LIVE):
+            with contextlib.suppress(OSError, ValueError):
+                print(f"worker {pid}:", file=stacks, flush=True)
+                os.kill(pid, STACK_SIGNAL)
+                time.sleep(STACK_PAUSE_SECONDS)
     for pid in list(LIVE):
         with contextlib.suppress(ProcessLookupError, ChildProcessError):
             os.kill(pid, signal.SIGKILL)
@@ -154,6 +170,9 @@ class Shares(Generic[T]):
             code = 0
             try:
                 os.close(r)
+                if STACK_SIGNAL is not None:  # NOTE(hard-stop-stacks)
+                    with contextlib.suppress(Exception):  # no usable stderr: no stack
+                        faulthandler.register(STACK_SIGNAL, all_threads=True)
                 try:
                     payload = pickle.dumps(("ok", self._run(k)), pickle.HIGHEST_PROTOCOL)
                 except BaseException:  # reported to the parent, which runs it again

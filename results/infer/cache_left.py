@@ -9,6 +9,7 @@ part of the tool (the proof itself reads the cache the same way, ``ProofCache.lo
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from coherence.smt.param import Obligations
@@ -22,21 +23,29 @@ def main() -> None:
     ap.add_argument("spec")
     ap.add_argument("aux")
     ap.add_argument("cache")
+    ap.add_argument("--goals", type=Path, help="write the goals left, one JSON line per action")
     args = ap.parse_args()
     model = extend(drop_properties(load_spec(args.spec), ["coherent"]),
                    Path(args.aux).read_text(encoding="utf-8"))
     ob = Obligations(model)
     cache = ProofCache(args.cache)
     sums = [0, 0, 0, 0]
+    left: list[dict[str, object]] = []
     print("| action | obligations | frames | in the cache | left |\n|---|---|---|---|---|")
     for g in range(ob.groups):
         qs = ob.group(g)
         frames = sum(q.unchanged for q in qs)
-        cached = sum(1 for q in qs if not q.unchanged and cache.look(q.assertions, q.anchor).found)
-        row = [len(qs), frames, cached, len(qs) - frames - cached]
+        open_goals = [q.goal for q in qs
+                      if not q.unchanged and not cache.look(q.assertions, q.anchor).found]
+        cached = len(qs) - frames - len(open_goals)
+        row = [len(qs), frames, cached, len(open_goals)]
+        if open_goals:
+            left.append({"action": qs[0].what, "group": g, "goals": open_goals})
         sums = [a + b for a, b in zip(sums, row, strict=True)]
         print(f"| {'init' if g == 0 else ob.label(g)} | " + " | ".join(map(str, row)) + " |")
     print("| all | " + " | ".join(map(str, sums)) + " |")
+    if args.goals is not None:
+        args.goals.write_text("".join(json.dumps(row) + "\n" for row in left), encoding="utf-8")
 
 
 if __name__ == "__main__":
