@@ -63,7 +63,9 @@ def main() -> None:
                          "obligations after them")
     ap.add_argument("--actions-from", metavar="JSONL",
                     help="an earlier run's output: the same actions, in its order (to compare "
-                         "two encodings or line sets side by side)")
+                         "two encodings or line sets side by side); or a first line "
+                         "{\"groups\": [...]} naming the obligation groups themselves "
+                         "(cache_left.py --goals)")
     ap.add_argument("--out-dir", metavar="DIR",
                     help="each action's line is also written to DIR/<n>.json as soon as its "
                          "process ends, so an outer timeout keeps what finished")
@@ -83,8 +85,11 @@ def main() -> None:
     order = sorted(labels, key=lambda g: recorded.get(labels[g], 0))[:args.processes]
     if args.actions_from:
         first = json.loads(Path(args.actions_from).read_text().splitlines()[0])
-        by_label = {label: g for g, label in labels.items()}
-        order = [by_label[a] for a in first["actions"]][:args.processes]
+        if "groups" in first:  # the action indices themselves (two actions may share a label)
+            order = [int(g) for g in first["groups"]][:args.processes]
+        else:
+            by_label = {label: g for g, label in labels.items()}
+            order = [by_label[a] for a in first["actions"]][:args.processes]
     print(json.dumps({"built_s": round(time.perf_counter() - t0, 1),
                       "actions": [labels[g] for g in order]}), flush=True)
     pids = {}
