@@ -145,6 +145,26 @@ def test_cli_infer_needs_agents_any_and_write_needs_infer(tmp_path: Path) -> Non
     assert r.returncode == 2 and "--write needs --infer" in r.stderr
 
 
+def test_cli_houdini_agents_sets_the_instance_and_is_checked(tmp_path: Path) -> None:
+    """``--houdini-agents N``: Houdini's fixed-size instance (MSI's lines, chosen at 4
+    agents, are not inductive at 5: results/infer/README.md, "Session 29")."""
+    path = tmp_path / "mutex.coh"
+    path.write_text(MUTEX)
+    r = _cli("prove", str(path), "--agents", "any", "--infer", "--houdini-agents", "3",
+             "--json", "--rlimit", str(PROOF_RLIMIT))
+    assert r.returncode == 0, r.stderr[-2000:]
+    doc = json.loads(r.stdout)
+    assert doc["verdict"] == "holds"
+    assert doc["inferred"]["stats"]["houdini"]["agents"] == 3
+    assert doc["inferred"]["invariants"]
+    r = _cli("prove", str(path), "--agents", "any", "--houdini-agents", "3")
+    assert r.returncode == 2 and "--houdini-agents needs --infer" in r.stderr
+    for bad in ("1", "9"):
+        r = _cli("prove", str(path), "--agents", "any", "--infer", "--houdini-agents", bad)
+        assert r.returncode == 2 and "Traceback" not in r.stderr
+        assert f"--houdini-agents {bad}: Houdini's instance has 2 to 8 agents" in r.stderr
+
+
 COUNTING = """
 param agents = 3;
 home machine H { stable state R; init R; var acks: int[0..agents] = 0;

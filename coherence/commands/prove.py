@@ -73,6 +73,11 @@ def add_args(p: argparse.ArgumentParser) -> None:
                    help="with --infer: the search that finds the reachable states candidates "
                         "are mined from: auto (the compiled engine where it can run and gives "
                         "the same states, else the reference), or reference (default: auto)")
+    p.add_argument("--houdini-agents", type=int, default=None, metavar="N",
+                   help="with --infer: the agents of the fixed-size instance Houdini selects "
+                        "the invariants at (default 4). Lines inductive there may not be at "
+                        "more agents; their final proof then stays unknown on some goals, and "
+                        "a larger instance is the remedy (slower: its encoding grows with N)")
     p.add_argument("--write", action="store_true",
                    help="with --infer: append the inferred invariants to SPEC, after a "
                         "marker comment (refused if SPEC changed since it was read)")
@@ -85,6 +90,8 @@ def _agents(args: argparse.Namespace) -> tuple[int | None, bool]:
         return None, True
     return args.agents, False
 
+
+MAX_HOUDINI_AGENTS = 8  # its encoding grows as agents^3 (pairs and triples of agents)
 
 NOTHING_TO_PROVE = ("nothing to prove: the spec states no invariant and no property (after "
                     "--skip); a proof only shows that no model error can occur")
@@ -116,6 +123,12 @@ def run(args: argparse.Namespace) -> int:
                         NO_SPAN)
     if args.write and not args.infer:
         raise SpecError("--write needs --infer", NO_SPAN)
+    if args.houdini_agents is not None:
+        if not args.infer:
+            raise SpecError("--houdini-agents needs --infer", NO_SPAN)
+        if not 2 <= args.houdini_agents <= MAX_HOUDINI_AGENTS:
+            raise SpecError(f"--houdini-agents {args.houdini_agents}: Houdini's instance has "
+                            f"2 to {MAX_HOUDINI_AGENTS} agents", NO_SPAN)
     if args.over is not None and not (any_n and model.is_hierarchical):
         raise SpecError(f"--over {args.over} needs --agents any and a hierarchical spec (it "
                         "names the index type whose every size is proved)", NO_SPAN)

@@ -23,6 +23,8 @@ def run_infer(args: argparse.Namespace, model: Any, header: Callable[..., None])
 
     opts = InferOptions(timeout=args.timeout, final_rlimit=args.rlimit, jobs=jobs_of(args),
                         cache=args.proof_cache)
+    if args.houdini_agents is not None:
+        opts.cutoff = args.houdini_agents
     with reporter(args, "coherence prove") as rep:
         header(rep, args, model, "z3 proof for every number of agents, invariants inferred")
         result = infer(model, opts, progress=lambda s: rep.update(s, force=True),
