@@ -20,6 +20,7 @@ query is then unknown, and the other tries follow).
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -29,6 +30,11 @@ from coherence.smt.nodes import HOME, NODE, UNDEF_N, finite_nodes, node_constant
 from coherence.smt.param import Obligations, Query
 
 AGENTS = 4  # the agents of the fixed size: two a goal names, the acting one, one more
+# NOTE(finite-cti): the size a goal the quantified tries leave unknown is refuted at, where
+# it can be: MSI's lines, chosen at 4 agents, break at 5 (a cycle of three requestors each
+# forwarded to the next, beside a chain of two: results/infer/README.md, "Session 29")
+CTI_AGENTS = 5
+NO_TIMEOUT = 4294967295  # Z3's "no timeout" (its default)
 
 
 class FiniteCore:
@@ -55,13 +61,46 @@ class FiniteCore:
         fixed size's obligation of ``q`` (one of ``ob``'s) uses, or None where it is not
         refuted there within ``rlimit`` units (sat: the goal fails at that size, or
         unknown)."""
+        used: list[int] | None = None
+
+        def read(solver: Any, tracks: list[Any]) -> None:
+            nonlocal used
+            names = {str(c) for c in solver.unsat_core()}
+            used = [k for k, t in enumerate(tracks) if str(t) in names]
+        self._ask(q, rlimit, None, z3.unsat, read)
+        return used
+
+    def counterexample(self, q: Query, rlimit: int, seconds: float | None = None) -> Any:
+        """NOTE(finite-cti): a counterexample to induction of ``q`` at this size, from the
+        fixed size's obligation (quantifier-free: seconds where the unrolled search of
+        ``param_cti`` takes minutes at 5 agents), replayed in the reference semantics (a
+        ``Cti``), or None (refuted there, or unknown within ``rlimit`` units and
+        ``seconds``). A model whose pre-state breaks an invariant of the reference
+        semantics raises ``TraceReplayError``, as ``find_cti``'s do."""
+        from coherence.smt.param_cti import replay
+        found: list[Any] = []
+
+        def read(solver: Any, _tracks: list[Any]) -> None:
+            found.append(replay(self.model, fq_of[0], solver.model(), HOME, UNDEF_N,
+                                self.nodes[2:]))
+        fq_of: list[Query] = []
+        self._ask(q, rlimit, seconds, z3.sat, read, fq_of)
+        return found[0] if found else None
+
+    def _ask(self, q: Query, rlimit: int, seconds: float | None, wanted: Any,
+             read: Callable[[Any, list[Any]], None], asked: list[Query] | None = None
+             ) -> None:
+        """The fixed size's obligation of ``q`` with every hypothesis, ``read(solver,
+        tracks)`` where the answer is ``wanted`` (before the solver forgets the goal)."""
         _goal, action, _then = q.key
         if action < 0 or q.shape is not None:
-            return None
+            return
         g = action + 1
         fq = self._query(g, q.key)
         if fq is None:
-            return None
+            return
+        if asked is not None:
+            asked.append(fq)
         solver, tracks = self._solver(g, fq)
         solver.push()
         try:
@@ -70,12 +109,12 @@ class FiniteCore:
             solver.add(*self._closed(node_constants(fq.assertions[-1], quantifiers=True)))
             solver.add(fq.assertions[-1])
             solver.set("rlimit", rlimit)
-            if solver.check(*tracks) != z3.unsat:
-                return None
-            used = {str(c) for c in solver.unsat_core()}
+            solver.set("timeout", NO_TIMEOUT if seconds is None
+                       else max(1, int(seconds * 1000)))
+            if solver.check(*tracks) == wanted:
+                read(solver, tracks)
         finally:
             solver.pop()
-        return [k for k, t in enumerate(tracks) if str(t) in used]
 
     def restricted(self, q: Query, keep: list[int]) -> Query:
         """``q`` with only the pre-state's invariants at ``keep`` among its hypotheses (and,

@@ -1292,18 +1292,20 @@ class Obligations:
                         key=("error:error", -1, j), anchor=init) for j, err in self.errs]
         self._built: dict[int, list[Query]] = {0: self._marked(first)}
         self._steps: dict[int, tuple[Any, PState, list[Any], Any, list[Any], list[Any]]] = {}
-        self._finite_core: Any = None
+        self._finite_cores: dict[int, Any] = {}
 
     @property
     def groups(self) -> int:
         return 1 + len(self.acts)
 
-    def finite_core(self) -> Any:
-        """NOTE(finite-core): these obligations at a fixed size, made on first use."""
-        if self._finite_core is None:
-            from coherence.smt.finite_core import FiniteCore
-            self._finite_core = FiniteCore(self)
-        return self._finite_core
+    def finite_core(self, agents: int | None = None) -> Any:
+        """NOTE(finite-core): these obligations at a fixed size (``finite_core.AGENTS``
+        unless ``agents``), made on first use."""
+        from coherence.smt.finite_core import AGENTS, FiniteCore
+        n = AGENTS if agents is None else agents
+        if n not in self._finite_cores:
+            self._finite_cores[n] = FiniteCore(self, n)
+        return self._finite_cores[n]
 
     def label(self, g: int) -> str:
         """Group ``g``'s action as the proof's lines name it (``Machine.label``; g >= 1)."""
@@ -1754,9 +1756,10 @@ def _settled(model: ir.Model, q: Query, ob: Obligations, shared: Any,
         shared = z3.Solver()
         shared.add(*q.quantified[:-1])
         grounded.stale = False
-    if late is not None:
-        return shared, shared_context, grounded, _settle_late(model, q, budget, grounded, late)
     core = ob.finite_core if ob.shape is None else None
+    if late is not None:
+        return shared, shared_context, grounded, _settle_late(model, q, budget, grounded, late,
+                                                              core)
     # NOTE(quick-first): only under --timeout, where the order decides what is settled by
     # then; without one every query gets every try anyway, and asking each whole finds a
     # refuted property's counterexample before its later queries are asked (CI's prove
@@ -2157,7 +2160,9 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
             grounded.split_wins += 1
             return z3.unsat, None, ""
         late = Deferred(tried)
-        return (late, None, "") if defer else _settle_late(model, q, budget, grounded, late)
+        if defer:
+            return late, None, ""
+        return _settle_late(model, q, budget, grounded, late, core)
     if step and not counts and grounded is not None and grounded.ready \
             and grounded.proves(q.assertions[-1], wider=False):
         # once an action's quick try has given up on one goal, the rest of its goals go to
@@ -2186,16 +2191,17 @@ def _settle(model: ir.Model, q: Query, shared: Any, budget: Budget,
         return z3.unsat, None, ""
     if defer and answer == z3.unknown:  # a sat answer is a counterexample: it is built now
         return Deferred((answer, why)), None, ""
-    return _long_tries(model, q, budget, answer, why)
+    return _long_tries(model, q, budget, answer, why, core)
 
 
 def _settle_late(model: ir.Model, q: Query, budget: Budget, grounded: Grounded | None,
-                 late: Deferred) -> tuple[Any, Any, str]:
+                 late: Deferred, core: Callable[..., Any] | None = None
+                 ) -> tuple[Any, Any, str]:
     """NOTE(quick-first): ``_settle``'s long tries on a query it deferred (``grounded``: the
     action's ground try, made anew when None)."""
     if not q.counts:
         assert late.tried is not None  # a flat spec's deferral follows its quick check
-        return _long_tries(model, q, budget, *late.tried)
+        return _long_tries(model, q, budget, *late.tried, core)
     grounded = grounded if grounded is not None else Grounded(q)
     # NOTE(count-skolem-venn): the quantified solver with the goal's witnesses and the
     # Venn axioms quantified per node (after the fresh try since the counted sets are
@@ -2215,14 +2221,15 @@ def _settle_late(model: ir.Model, q: Query, budget: Budget, grounded: Grounded |
         answer, why = _check(shared, [])
         if answer == z3.unsat:
             return answer, None, why
-    return _long_tries(model, q, budget, *_trusted(True, answer, why))
+    return _long_tries(model, q, budget, *_trusted(True, answer, why), core)
 
 
-def _long_tries(model: ir.Model, q: Query, budget: Budget, answer: Any, why: str
-                ) -> tuple[Any, Any, str]:
+def _long_tries(model: ir.Model, q: Query, budget: Budget, answer: Any, why: str,
+                core: Callable[..., Any] | None = None) -> tuple[Any, Any, str]:
     """The tries after the quick ones: a counterexample with 1-2 agents, the split (in a
-    spec that does not count), a fresh solver, a counterexample with 3-4 agents, then the
-    long try."""
+    spec that does not count), a fresh solver, a counterexample with 3-4 agents, one with 5
+    from the fixed-size encoding (``core``: ``Obligations.finite_core``), then the long
+    try."""
     from coherence.smt.param_cti import MAX_AGENTS, find_cti
     step = q.what != "init"
     counts = q.counts
@@ -2242,12 +2249,27 @@ def _long_tries(model: ir.Model, q: Query, budget: Budget, answer: Any, why: str
         answer, why = _trusted(counts, answer, why)
     if step:
         cti = find_cti(model, q, budget, range(3, MAX_AGENTS + 1))
+    if cti is None and answer != z3.unsat and step and core is not None:
+        cti = _finite_cti(q, core, budget)
     left = budget.seconds(QUERY_SECONDS)
     if cti is None and answer == z3.unknown and (left is None or left > 2 * QUICK_SECONDS):
         budget.limit(fresh, QUERY_SECONDS)
         answer, why = _check_guarded(fresh)
         answer, why = _trusted(counts, answer, why)
     return answer, cti, why
+
+
+def _finite_cti(q: Query, core: Callable[..., Any], budget: Budget) -> Any:
+    """NOTE(finite-cti): a counterexample to induction at ``finite_core.CTI_AGENTS`` agents,
+    where the quantified tries gave up: lines inductive at the size Houdini chose them at
+    (4 agents) can break at 5, and only a fixed size says so (the unrolled search of
+    ``find_cti`` stops at 4: minutes of Python at 5 for MSI)."""
+    from coherence.smt.finite_core import CTI_AGENTS
+    if budget.expired():
+        return None
+    return core(CTI_AGENTS).counterexample(
+        q, CORE_RLIMIT if budget.rlimit is None else max(1, int(budget.rlimit * CORE_SHARE)),
+        budget.seconds(CTI_SECONDS))
 
 
 def _core_try(q: Query, core: Callable[[], Any] | None, budget: Budget) -> bool:

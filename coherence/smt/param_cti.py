@@ -191,6 +191,14 @@ class _Concrete:
         return self.scalar(t)
 
 
+def replay(model: ir.Model, query: Any, m: z3.ModelRef, home: Any, undef: Any,
+           agents: list[Any]) -> Cti | None:
+    """The counterexample to induction a model of ``query`` at the nodes ``agents`` describes,
+    checked in the reference semantics (``TraceReplayError`` where its pre-state breaks an
+    invariant there), or None where it has no agent or the spec allows no such size."""
+    return _replay(model, query, m, home, undef, agents)
+
+
 def _replay(model: ir.Model, query: Any, m: z3.ModelRef, home: Any, undef: Any,
             agents: list[Any]) -> Cti | None:
     from coherence.errors import SpecError
