@@ -103,7 +103,6 @@ def test_a_query_still_waiting_at_the_timeout_is_unknown_not_settled(
     assert deferred and not set(deferred) & set(result.settled)
 
 
-
 def test_without_a_timeout_each_query_is_asked_whole(monkeypatch: pytest.MonkeyPatch,
                                                      tmp_path: Path) -> None:
     model = load_spec_text(MUTEX + AUX, str(tmp_path / "mutex.coh"))

@@ -61,14 +61,12 @@ class FiniteCore:
         fixed size's obligation of ``q`` (one of ``ob``'s) uses, or None where it is not
         refuted there within ``rlimit`` units (sat: the goal fails at that size, or
         unknown)."""
-        used: list[int] | None = None
+        used: list[int] = []
 
-        def read(solver: Any, tracks: list[Any]) -> None:
-            nonlocal used
-            names = {str(c) for c in solver.unsat_core()}
-            used = [k for k, t in enumerate(tracks) if str(t) in names]
-        self._ask(q, rlimit, None, z3.unsat, read)
-        return used
+        def read(answer: Any, solver: Any, tracks: list[Any], _fq: Query) -> None:
+            names = {str(c) for c in solver.unsat_core()} if answer == z3.unsat else set()
+            used.extend(k for k, t in enumerate(tracks) if str(t) in names)
+        return used if self.ask(q, rlimit, read=read) == z3.unsat else None
 
     def counterexample(self, q: Query, rlimit: int, seconds: float | None = None) -> Any:
         """NOTE(finite-cti): a counterexample to induction of ``q`` at this size, from the
@@ -80,27 +78,26 @@ class FiniteCore:
         from coherence.smt.param_cti import replay
         found: list[Any] = []
 
-        def read(solver: Any, _tracks: list[Any]) -> None:
-            found.append(replay(self.model, fq_of[0], solver.model(), HOME, UNDEF_N,
-                                self.nodes[2:]))
-        fq_of: list[Query] = []
-        self._ask(q, rlimit, seconds, z3.sat, read, fq_of)
+        def read(answer: Any, solver: Any, _tracks: list[Any], fq: Query) -> None:
+            if answer == z3.sat:
+                found.append(replay(self.model, fq, solver.model(), HOME, UNDEF_N,
+                                    self.nodes[2:]))
+        self.ask(q, rlimit, seconds, read)
         return found[0] if found else None
 
-    def _ask(self, q: Query, rlimit: int, seconds: float | None, wanted: Any,
-             read: Callable[[Any, list[Any]], None], asked: list[Query] | None = None
-             ) -> None:
-        """The fixed size's obligation of ``q`` with every hypothesis, ``read(solver,
-        tracks)`` where the answer is ``wanted`` (before the solver forgets the goal)."""
+    def ask(self, q: Query, rlimit: int, seconds: float | None = None,
+            read: Callable[[Any, Any, list[Any], Query], None] | None = None) -> Any:
+        """Z3's answer to the fixed size's obligation of ``q`` with every hypothesis (None
+        where it has none: the initial state, a hierarchical spec), within ``rlimit`` units
+        and ``seconds``; ``read(answer, solver, tracks, fixed-size query)`` runs before the
+        solver forgets the goal (its model, its unsat core over ``tracks``)."""
         _goal, action, _then = q.key
         if action < 0 or q.shape is not None:
-            return
+            return None
         g = action + 1
         fq = self._query(g, q.key)
         if fq is None:
-            return
-        if asked is not None:
-            asked.append(fq)
+            return None
         solver, tracks = self._solver(g, fq)
         solver.push()
         try:
@@ -111,8 +108,10 @@ class FiniteCore:
             solver.set("rlimit", rlimit)
             solver.set("timeout", NO_TIMEOUT if seconds is None
                        else max(1, int(seconds * 1000)))
-            if solver.check(*tracks) == wanted:
-                read(solver, tracks)
+            answer = solver.check(*tracks)
+            if read is not None:
+                read(answer, solver, tracks, fq)
+            return answer
         finally:
             solver.pop()
 

@@ -2267,9 +2267,12 @@ def _finite_cti(q: Query, core: Callable[..., Any], budget: Budget) -> Any:
     from coherence.smt.finite_core import CTI_AGENTS
     if budget.expired():
         return None
-    return core(CTI_AGENTS).counterexample(
-        q, CORE_RLIMIT if budget.rlimit is None else max(1, int(budget.rlimit * CORE_SHARE)),
-        budget.seconds(CTI_SECONDS))
+    return core(CTI_AGENTS).counterexample(q, _core_rlimit(budget), budget.seconds(CTI_SECONDS))
+
+
+def _core_rlimit(budget: Budget) -> int:
+    """Z3 units of one fixed-size check (NOTE(finite-core)): its own, or the rlimit's share."""
+    return CORE_RLIMIT if budget.rlimit is None else max(1, int(budget.rlimit * CORE_SHARE))
 
 
 def _core_try(q: Query, core: Callable[[], Any] | None, budget: Budget) -> bool:
@@ -2278,8 +2281,7 @@ def _core_try(q: Query, core: Callable[[], Any] | None, budget: Budget) -> bool:
     if core is None or budget.expired():
         return False
     finite = core()
-    keep = finite.hypotheses(q, CORE_RLIMIT if budget.rlimit is None
-                             else max(1, int(budget.rlimit * CORE_SHARE)))
+    keep = finite.hypotheses(q, _core_rlimit(budget))
     if keep is None:
         return False
     small = finite.restricted(q, keep)

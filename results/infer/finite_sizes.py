@@ -16,12 +16,12 @@ import argparse
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import z3
 
 from coherence.smt import param
 from coherence.smt.finite_core import FiniteCore
-from coherence.smt.nodes import node_constants
 from coherence.spec.load import extend, load_spec
 from coherence.spec.select import drop_properties
 
@@ -45,21 +45,18 @@ def main() -> None:
                 if q.unchanged or (args.goal and q.goal not in args.goal):
                     continue
                 began = time.perf_counter()
-                fq = core._query(g, q.key)
-                if fq is None:
+                seen: dict[str, Any] = {}
+
+                def read(answer: Any, solver: Any, _tracks: list[Any], _fq: Any,
+                         seen: dict[str, Any] = seen) -> None:
+                    seen["why"] = solver.reason_unknown() if answer == z3.unknown else ""
+                    seen["core"] = len(solver.unsat_core()) if answer == z3.unsat else None
+                answer = core.ask(q, args.rlimit, read=read)
+                if answer is None:
                     continue
-                solver, tracks = core._solver(g, fq)
-                solver.push()
-                solver.add(*core._closed(node_constants(fq.assertions[-1], quantifiers=True)))
-                solver.add(fq.assertions[-1])
-                solver.set("rlimit", args.rlimit)
-                answer = solver.check(*tracks)
                 row = {"agents": n, "group": g, "key": list(q.key), "goal": q.goal,
-                       "answer": str(answer),
-                       "why": solver.reason_unknown() if answer == z3.unknown else "",
-                       "core": len(solver.unsat_core()) if answer == z3.unsat else None,
+                       "answer": str(answer), **seen,
                        "seconds": round(time.perf_counter() - began, 1)}
-                solver.pop()
                 print(json.dumps(row), flush=True)
 
 
