@@ -503,3 +503,26 @@ def test_without_a_smaller_size_the_set_is_chosen_at_the_cutoff() -> None:
     result = infer_finite.houdini_finite(model, cands, tpl, 4, rlimit=20_000_000)
     assert result.stats["selected_at"] == 4 and not result.failed
     assert houdini_step(model, cands, tpl, set(result.support), 4) == z3.unsat
+
+
+def test_a_cutoff_above_four_is_reached_one_size_at_a_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # NOTE(houdini-ladder): chosen at 3 agents, completed at 4, then at 5; each selection
+    # starts from the set the size below chose, and what comes out is inductive at each size
+    from coherence.smt import infer_finite
+    lazy_on = infer_finite._lazy_on
+    sizes: list[int] = []
+
+    def recorded(ins: infer_finite.Instance, *args: Any) -> infer_finite._Lazy:
+        sizes.append(ins.enc.n)
+        return lazy_on(ins, *args)
+    monkeypatch.setattr(infer_finite, "_lazy_on", recorded)
+    model = load_spec(SHARER_COUNTER)
+    cands, _stats, tpl = mine(model, sizes=(2, 3))
+    result = infer_finite.houdini_finite(model, cands, tpl, 5, rlimit=20_000_000,
+                                         select_at=3)
+    assert not result.failed
+    assert result.stats["selected_at"] == 3 and result.stats["completed_at"] == [4, 5]
+    assert sizes[:3] == [3, 4, 5]
+    for n in (5, 4, 3):
+        assert houdini_step(model, cands, tpl, set(result.support), n) == z3.unsat

@@ -580,6 +580,12 @@ def encode_instance(model: ir.Model, tpl: Templates, agents: int = 4) -> Instanc
 # proof for every N decides anyway). German's Houdini took 3.9-4.1 s at the cutoff alone and
 # 2.1-2.9 s this way, side by side (results/infer/README.md, "Session 25"); both give 24 lines.
 # The instances below the cutoff are made beside the filter (``infer``'s ``encode``).
+# NOTE(houdini-ladder): with a cutoff above 4 (``prove --houdini-agents``), every size between
+# completes the set in turn (3, 4, then 5), each adding what its own counterexamples need:
+# most of them are met at the cheaper sizes. MSI chosen at 3 and completed at 5 directly had,
+# after 200 queries at 5 agents, one query still running at 26 min (results/infer/README.md,
+# "Session 29"); at 5 agents what is left are the counterexamples only 5 agents have (a cycle
+# of three requestors beside an owner's chain of two).
 def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agents: int = 4,
                    progress: Callable[[str], None] | None = None,
                    rlimit: int = CHECK_RLIMIT, seconds: float | None = None,
@@ -630,14 +636,20 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
     t2 = time.perf_counter()
     picked = len(chosen)
     chosen, implied = _minimised(run, first, chosen, set(targets) - set(failed), say)
-    if first is not ins:  # the cutoff completes what the smaller size chose
-        run = on(ins)
+    # NOTE(houdini-ladder): each size above it completes what the size below chose
+    completed_at: list[int] = []
+    for m in range(first.enc.n + 1, n + 1):
+        at = ins if m == n else smaller._instance(m)
+        if at is None:  # a size the spec's agents range excludes
+            continue
+        completed_at.append(m)
+        run = on(at)
         before = set(chosen)
         chosen, alive, failed = run.solve(say, chosen, alive, failed)
         added = chosen - before
         picked += len(added)
         if added:
-            chosen, more = _minimised(run, ins, chosen, set(targets) - set(failed), say,
+            chosen, more = _minimised(run, at, chosen, set(targets) - set(failed), say,
                                       only=added)
             implied += more
     minimized = len(chosen)
@@ -661,6 +673,7 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
              "forward_states": sum(f.explored for f in forwards.values()),
              "forward_disagreements": sum(f.disagreements for f in forwards.values()),
              "dropped": len(cands) - len(alive), "agents": n, "selected_at": first.enc.n,
+             "completed_at": completed_at,
              "picked": picked, "minimized": minimized, "smaller": smaller.stats,
              "final": len(chosen),
              "seconds": {"encode": round(t1 - t0, 3), "fixpoint": round(t2 - t1, 3),
