@@ -78,6 +78,11 @@ def add_args(p: argparse.ArgumentParser) -> None:
                         "the invariants at (default 4). Lines inductive there may not be at "
                         "more agents; their final proof then stays unknown on some goals, and "
                         "a larger instance is the remedy (slower: its encoding grows with N)")
+    p.add_argument("--no-cycle-clauses", dest="cycle_clauses", action="store_false",
+                   help="with --infer: leave out the candidates that only rule out a cycle of "
+                        "one relation (i waits on j and j on i): no bounded clause rules out "
+                        "the longer cycles larger sizes allow, so lines that lean on these may "
+                        "not be inductive there")
     p.add_argument("--write", action="store_true",
                    help="with --infer: append the inferred invariants to SPEC, after a "
                         "marker comment (refused if SPEC changed since it was read)")
@@ -123,6 +128,8 @@ def run(args: argparse.Namespace) -> int:
                         NO_SPAN)
     if args.write and not args.infer:
         raise SpecError("--write needs --infer", NO_SPAN)
+    if not args.cycle_clauses and not args.infer:
+        raise SpecError("--no-cycle-clauses needs --infer", NO_SPAN)
     if args.houdini_agents is not None:
         if not args.infer:
             raise SpecError("--houdini-agents needs --infer", NO_SPAN)

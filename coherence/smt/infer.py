@@ -45,6 +45,8 @@ class InferOptions:
     rlimit: int = 2_000_000_000  # per Houdini query (quantifier-free: deterministic units)
     houdini: str = "finite"  # "finite" (infer_finite, at ``cutoff`` agents) or "qf"
     cutoff: int = 4  # agents of the finite Houdini's instance
+    # NOTE(cycle-clauses): offer the clauses that rule out a cycle of one relation
+    cycle_clauses: bool = True
     select_at: int | None = 3
     timeout: float | None = None  # Houdini's and the final proof's, each (prove --timeout)
     final_rlimit: int | None = None  # the final proof's (prove --rlimit)
@@ -134,6 +136,11 @@ def _infer(model: ir.Model, options: InferOptions | None,
         refuted = _refute_early(model, mstats.broken, opts, t0, say)
         if refuted is not None:
             return refuted
+    left_out = 0
+    if not opts.cycle_clauses:  # NOTE(cycle-clauses)
+        from coherence.smt.infer_mine import closes_cycle
+        kept = [c for c in cands if not closes_cycle(c)]
+        left_out, cands = len(cands) - len(kept), kept
     say(f"{len(cands)} candidates hold in every explored state; Houdini")
     h: QFResult | FiniteResult
     if opts.houdini == "qf":
@@ -212,6 +219,7 @@ def _infer(model: ir.Model, options: InferOptions | None,
                                                                strict=True)],
         "conjunctions_tested": mstats.generated,
         "candidates": len(cands),
+        **({"cycle_clauses_left_out": left_out} if not opts.cycle_clauses else {}),
         "after_houdini": len(h.alive),
         "support": len(h.support),
         "final": len(lines),

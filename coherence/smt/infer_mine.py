@@ -617,6 +617,25 @@ def _par(t: str) -> str:
     return f"({t})"
 
 
+# NOTE(cycle-clauses): a clause whose conjunction holds a cycle of one relation (R(i, j) and
+# R(j, i); R(i, j), R(j, l) and R(l, i)) rules out only states with such a cycle. It holds at
+# the mined sizes for want of agents when the cycle is unreachable, and lines that lean on it
+# lean on acyclicity, which no bounded clause states at every size: MSI's forwarding chain
+# closed into a cycle of k requestors needs k + 2 agents, and lines Houdini chose beside the
+# 2-cycle clause broke at 5 agents on a 3-cycle (results/infer/README.md, "Session 29").
+CYCLES = {"pair": (("ij", "ji"),), "triple": (("ij", "jl", "li"), ("ji", "lj", "il"))}
+
+
+def closes_cycle(cand: Candidate) -> bool:
+    """Whether the clause rules out a cycle of one relation (NOTE(cycle-clauses))."""
+    places: dict[str, set[str]] = {}
+    for atom, where, positive in cand.lits:
+        if positive and is_relation(where):
+            places.setdefault(atom.text, set()).add(where)
+    return any(set(cycle) <= at for at in places.values()
+               for cycle in CYCLES.get(cand.kind, ()))
+
+
 def binding(where: str) -> tuple[str, str]:
     """What ``{x}`` and ``{y}`` of an atom at ``where`` stand for in a clause's text: "g",
     "i", "j", "ij" (``{x}`` is ``i``, ``{y}`` is ``j``), "ji", "m", "src", "dst" or "f:F"
