@@ -115,6 +115,45 @@ class FiniteCore:
         finally:
             solver.pop()
 
+    def broken(self, qs: list[Query], rlimit: int, seconds: float | None = None
+               ) -> tuple[list[str], Any]:
+        """The goals of ``qs`` (one action's) that some step at this size breaks from a state
+        satisfying every hypothesis, found a model at a time: each check asks for any goal
+        still unbroken (one query where most goals hold, instead of one per goal); and the
+        last answer (unsat: the rest hold at this size; unknown: not known)."""
+        fqs: list[tuple[str, Query]] = []
+        for q in qs:
+            _goal, action, _then = q.key
+            if action < 0 or q.shape is not None or q.unchanged:
+                continue
+            fq = self._query(action + 1, q.key)
+            if fq is not None:
+                fqs.append((q.goal, fq))
+        broken: list[str] = []
+        answer: Any = z3.unsat
+        while fqs:
+            solver, tracks = self._solver(fqs[0][1].key[1] + 1, fqs[0][1])
+            solver.push()
+            try:
+                for _g, fq in fqs:
+                    solver.add(*self._closed(node_constants(fq.assertions[-1],
+                                                            quantifiers=True)))
+                solver.add(z3.Or([fq.assertions[-1] for _g, fq in fqs]))
+                solver.set("rlimit", rlimit)
+                solver.set("timeout", NO_TIMEOUT if seconds is None
+                           else max(1, int(seconds * 1000)))
+                answer = solver.check(*tracks)
+                if answer != z3.sat:
+                    break
+                m = solver.model()
+                now = {g for g, fq in fqs
+                       if z3.is_true(m.eval(fq.assertions[-1], model_completion=True))}
+            finally:
+                solver.pop()
+            broken += sorted(now)
+            fqs = [(g, fq) for g, fq in fqs if g not in now]
+        return broken, answer
+
     def restricted(self, q: Query, keep: list[int]) -> Query:
         """``q`` with only the pre-state's invariants at ``keep`` among its hypotheses (and,
         where its counted sets are named, only the definitions those use: MSI's unused
