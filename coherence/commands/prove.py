@@ -77,7 +77,9 @@ def add_args(p: argparse.ArgumentParser) -> None:
                    help="with --infer: the agents of the fixed-size instance Houdini selects "
                         "the invariants at (default 4). Lines inductive there may not be at "
                         "more agents; their final proof then stays unknown on some goals, and "
-                        "a larger instance is the remedy (slower: its encoding grows with N)")
+                        "a larger instance is a remedy (slower: its encoding grows with N; "
+                        "above 4, each size from 3 up completes the set in turn), "
+                        "--no-cycle-clauses another")
     p.add_argument("--no-cycle-clauses", dest="cycle_clauses", action="store_false",
                    help="with --infer: leave out the candidates that only rule out a cycle of "
                         "one relation (i waits on j and j on i): no bounded clause rules out "

@@ -9,7 +9,7 @@ nproc; date
 : > $OUT/round.jsonl
 for k in $(seq 0 $((P - 1))); do
   timeout ${SECONDS_CAP:-500} python3 results/infer/finite_round.py "$SPEC" "$AUX" \
-    --agents ${AGENTS:-5} --share $k/$P ${SKIP:+--skip $SKIP} >> $OUT/round.jsonl 2>> $OUT/stderr.txt &
+    --agents ${AGENTS:-5} --share $k/$P ${SKIP:+--skip $SKIP} ${GROUPS:+--groups $GROUPS} >> $OUT/round.jsonl 2>> $OUT/stderr.txt &
 done
 wait
 date

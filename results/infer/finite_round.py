@@ -27,7 +27,9 @@ def main() -> None:
     ap.add_argument("spec")
     ap.add_argument("aux")
     ap.add_argument("--agents", type=int, default=5)
-    ap.add_argument("--share", default="0/1", help="K/N: the groups g with g % N == K")
+    ap.add_argument("--share", default="0/1",
+                    help="K/N: every Nth group from the Kth (of --groups when given)")
+    ap.add_argument("--groups", default="", help="comma-separated group numbers (default all)")
     ap.add_argument("--action", action="append", default=[], help="only these labels")
     ap.add_argument("--rlimit", type=int, default=20_000_000_000)
     ap.add_argument("--skip", action="append", default=[], help="e.g. coherent")
@@ -37,8 +39,10 @@ def main() -> None:
     ob = param.Obligations(model)
     k, n = (int(x) for x in args.share.split("/"))
     core = FiniteCore(ob, args.agents)
-    for g in range(1, ob.groups):
-        if g % n != k or (args.action and ob.label(g) not in args.action):
+    groups = ([int(x) for x in args.groups.split(",")] if args.groups
+              else list(range(1, ob.groups)))
+    for at, g in enumerate(groups):
+        if at % n != k or (args.action and ob.label(g) not in args.action):
             continue
         began = time.perf_counter()
         qs = ob.group(g)
