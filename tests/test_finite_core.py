@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 import z3
-from helpers import SPECS
+from helpers import ROOT, SPECS
 
 from coherence.smt import nodes, param
 from coherence.smt.alpha import alpha_equal
@@ -121,3 +121,22 @@ def test_only_the_definitions_used_are_kept() -> None:
     kept = used_definitions([def_f, def_g, def_h], [f(a)[a]])
     assert [d.get_id() for d in kept] == [def_f.get_id(), def_g.get_id()]
     assert used_definitions([def_f, def_g, def_h], [q(a, a)]) == []
+
+
+def test_broken_names_the_goals_a_step_breaks_and_none_once_the_lines_are_inductive() -> None:
+    # the token chain: mutual exclusion alone is not inductive at 3 agents (a token in flight
+    # beside a holder), its inferred lines are (tests/test_cycle_clauses.py proves them)
+    from coherence.smt.finite_core import FiniteCore
+    from coherence.smt.param import Obligations
+    spec = ROOT / "tests" / "specs" / "infer" / "token_chain.coh"
+    lines = ("invariant aux a1: forall i: agent :: (inflight(Tok) -> (Cache[i].state != T));\n"
+             "invariant aux a2: forall i: agent, j: agent :: i != j -> ((inflight(Tok, i)) -> "
+             "(!(inflight(Tok, j))));\n")
+    for text, expect in (("", True), (lines, False)):
+        ob = Obligations(extend(load_spec(spec), text) if text else load_spec(spec))
+        core = FiniteCore(ob, 3)
+        g = next(g for g in range(1, ob.groups) if ob.label(g) == "Cache.message Tok in W")
+        broken, last = core.broken(ob.group(g), 100_000_000)
+        assert ("invariant:mutex" in broken) == expect, broken
+        if not expect:  # nothing broken: the last answer says the rest hold
+            assert last == z3.unsat

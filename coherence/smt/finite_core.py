@@ -91,29 +91,14 @@ class FiniteCore:
         where it has none: the initial state, a hierarchical spec), within ``rlimit`` units
         and ``seconds``; ``read(answer, solver, tracks, fixed-size query)`` runs before the
         solver forgets the goal (its model, its unsat core over ``tracks``)."""
-        _goal, action, _then = q.key
-        if action < 0 or q.shape is not None:
-            return None
-        g = action + 1
-        fq = self._query(g, q.key)
+        fq = self._fixed(q)
         if fq is None:
             return None
-        solver, tracks = self._solver(g, fq)
-        solver.push()
-        try:
-            # an error goal's erring action has node constants of its own (its message's
-            # source): one outside the fixed size's nodes would escape every hypothesis
-            solver.add(*self._closed(node_constants(fq.assertions[-1], quantifiers=True)))
-            solver.add(fq.assertions[-1])
-            solver.set("rlimit", rlimit)
-            solver.set("timeout", NO_TIMEOUT if seconds is None
-                       else max(1, int(seconds * 1000)))
-            answer = solver.check(*tracks)
+
+        def read_one(answer: Any, solver: Any, tracks: list[Any]) -> None:
             if read is not None:
                 read(answer, solver, tracks, fq)
-            return answer
-        finally:
-            solver.pop()
+        return self._check([fq], rlimit, seconds, read_one)
 
     def broken(self, qs: list[Query], rlimit: int, seconds: float | None = None
                ) -> tuple[list[str], Any]:
@@ -121,38 +106,56 @@ class FiniteCore:
         satisfying every hypothesis, found a model at a time: each check asks for any goal
         still unbroken (one query where most goals hold, instead of one per goal); and the
         last answer (unsat: the rest hold at this size; unknown: not known)."""
-        fqs: list[tuple[str, Query]] = []
-        for q in qs:
-            _goal, action, _then = q.key
-            if action < 0 or q.shape is not None or q.unchanged:
-                continue
-            fq = self._query(action + 1, q.key)
-            if fq is not None:
-                fqs.append((q.goal, fq))
+        fqs = [(q.goal, fq) for q in qs if not q.unchanged
+               for fq in [self._fixed(q)] if fq is not None]
         broken: list[str] = []
         answer: Any = z3.unsat
         while fqs:
-            solver, tracks = self._solver(fqs[0][1].key[1] + 1, fqs[0][1])
-            solver.push()
-            try:
-                for _g, fq in fqs:
-                    solver.add(*self._closed(node_constants(fq.assertions[-1],
-                                                            quantifiers=True)))
-                solver.add(z3.Or([fq.assertions[-1] for _g, fq in fqs]))
-                solver.set("rlimit", rlimit)
-                solver.set("timeout", NO_TIMEOUT if seconds is None
-                           else max(1, int(seconds * 1000)))
-                answer = solver.check(*tracks)
-                if answer != z3.sat:
-                    break
-                m = solver.model()
-                now = {g for g, fq in fqs
-                       if z3.is_true(m.eval(fq.assertions[-1], model_completion=True))}
-            finally:
-                solver.pop()
+            now: set[str] = set()
+
+            def read(answer: Any, solver: Any, _tracks: list[Any], now: set[str] = now,
+                     asked: list[tuple[str, Query]] = fqs) -> None:
+                if answer == z3.sat:
+                    m = solver.model()
+                    now.update(g for g, fq in asked if z3.is_true(
+                        m.eval(fq.assertions[-1], model_completion=True)))
+            answer = self._check([fq for _g, fq in fqs], rlimit, seconds, read)
+            if answer != z3.sat:
+                break
             broken += sorted(now)
             fqs = [(g, fq) for g, fq in fqs if g not in now]
         return broken, answer
+
+    def _fixed(self, q: Query) -> Query | None:
+        """The fixed size's obligation of ``q`` (None: the initial state, a hierarchical
+        spec)."""
+        _goal, action, _then = q.key
+        if action < 0 or q.shape is not None:
+            return None
+        return self._query(action + 1, q.key)
+
+    def _check(self, fqs: list[Query], rlimit: int, seconds: float | None,
+               read: Callable[[Any, Any, list[Any]], None]) -> Any:
+        """Whether a step of one action from a state satisfying every hypothesis breaks any
+        goal of ``fqs`` (fixed-size queries of that action); ``read(answer, solver, tracks)``
+        before the solver forgets the goals."""
+        solver, tracks = self._solver(fqs[0].key[1] + 1, fqs[0])
+        solver.push()
+        try:
+            # an error goal's erring action has node constants of its own (its message's
+            # source): one outside the fixed size's nodes would escape every hypothesis
+            for fq in fqs:
+                solver.add(*self._closed(node_constants(fq.assertions[-1], quantifiers=True)))
+            solver.add(fqs[0].assertions[-1] if len(fqs) == 1
+                       else z3.Or([fq.assertions[-1] for fq in fqs]))
+            solver.set("rlimit", rlimit)
+            solver.set("timeout", NO_TIMEOUT if seconds is None
+                       else max(1, int(seconds * 1000)))
+            answer = solver.check(*tracks)
+            read(answer, solver, tracks)
+            return answer
+        finally:
+            solver.pop()
 
     def restricted(self, q: Query, keep: list[int]) -> Query:
         """``q`` with only the pre-state's invariants at ``keep`` among its hypotheses (and,
