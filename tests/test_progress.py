@@ -259,6 +259,20 @@ def test_prove_for_every_n_reports_each_obligation(capsys: pytest.CaptureFixture
     assert recs[-1]["verdict"] == doc["verdict"]
 
 
+def test_prove_for_every_n_writes_plain_lines_at_the_rate_asked(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # an obligation is a step, not a milestone: with a line an hour asked, the run (dozens of
+    # obligations, seconds) writes the header, the last step and the summary, nothing between
+    code = main(["prove", str(SPECS / "gpu_write_through.coh"), "--agents", "any", "--skip",
+                 "coherent", "--rlimit", "2000000", "--jobs", "1", "--progress", "plain",
+                 "--progress-every", "3600"])
+    lines = capsys.readouterr().err.splitlines()
+    assert code in (0, 3) and lines[0].startswith("coherence prove ")
+    assert ": finished, " in lines[-1] and len(lines) == 3, lines
+    total = re.search(r"  (\d+)/\1  ", lines[1])
+    assert total is not None and int(total.group(1)) > 10, lines
+
+
 def test_prove_over_two_processes_counts_every_processs_obligations(
         capsys: pytest.CaptureFixture[str]) -> None:
     # NOTE(forked-shares): the main process reports its own obligations, with what every
