@@ -8,7 +8,6 @@ import argparse
 
 from coherence.cli import add_param_args, emit_json
 from coherence.progress import add_progress_args
-from coherence.testing.bench import bench_spec, default_specs
 
 HELP = ("fuzzing against the checker: bugs found, examples needed, shrunk/shortest length; "
         "the pytest path against fuzz")
@@ -34,6 +33,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from coherence.commands.common import out_console, reporter
     from coherence.spec.load import parse_overrides
+    from coherence.testing.bench import bench_spec, default_specs  # hypothesis: 0.2 s to import
 
     overrides = parse_overrides(args.param, args.agents)
     specs = args.specs or default_specs()

@@ -24,8 +24,7 @@ SCHEMA_VERSION = 1
 
 def add_args(p: argparse.ArgumentParser) -> None:
     from coherence.commands.options import any_int, output_dir, output_file, positive_int
-    from coherence.testing.fuzz import DEFAULT_BUDGET, DEFAULT_STEPS, SHRINKERS
-    from coherence.testing.run import ORACLES
+    from coherence.fuzz_options import DEFAULT_BUDGET, DEFAULT_STEPS, ORACLES, SHRINKERS
     add_spec_args(p)
     p.add_argument("--seed", type=any_int, default=0, help="Hypothesis seed (default 0)")
     p.add_argument("--budget", type=positive_int, default=DEFAULT_BUDGET, metavar="N",

@@ -28,11 +28,12 @@ from hypothesis.database import ExampleDatabase
 from hypothesis.stateful import RuleBasedStateMachine
 
 from coherence import ir
-from coherence.testing.fuzz import DEFAULT_BUDGET, DEFAULT_STEPS, SHRINKERS, FuzzResult, fuzz
+from coherence.fuzz_options import DEFAULT_BUDGET, DEFAULT_STEPS, ORACLES, SHRINKERS
+from coherence.testing.fuzz import FuzzResult, fuzz
 from coherence.testing.machine import build_machine
 from coherence.testing.oracle import Op, Verdict, check_coherence, check_performed, check_sc
 from coherence.testing.report import ProtocolTestFailure, failure_text, fuzz_command
-from coherence.testing.run import ORACLES, Problem, ProtocolFailure
+from coherence.testing.run import Problem, ProtocolFailure
 
 __all__ = [
     "ORACLES", "FuzzResult", "Op", "Problem", "ProtocolFailure", "ProtocolTestFailure",

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
 from coherence import ir
+from coherence.fuzz_options import DEFAULT_BUDGET, DEFAULT_STEPS, SHRINKERS
 from coherence.results import Failure
 from coherence.semantics import Semantics
 from coherence.testing.oracle import DEFAULT_LIMIT
@@ -33,13 +34,6 @@ from coherence.testing.run import ORACLES, ProtocolFailure, Run, prepare
 from coherence.testing.shrink import minimise
 from coherence.testing.strategy import hypothesis_draw, random_run
 from coherence.trace import replay_actions
-
-DEFAULT_BUDGET = 1000
-DEFAULT_STEPS = 50
-# "replay" (the default) minimises the first failing run by replay, in well under a second;
-# Hypothesis's own shrinker ("hypothesis", "both") is thorough but re-runs hundreds of whole
-# examples, minutes for 8 agents and 4 lines (see docs/fuzz.md for measurements).
-SHRINKERS = ("replay", "both", "hypothesis", "none")
 
 
 @attrs.define

@@ -14,12 +14,9 @@ from collections.abc import Iterator, Sequence
 import attrs
 
 from coherence import ir
+from coherence.fuzz_options import ORACLES
 from coherence.semantics import DEADLOCK_MESSAGE, Action, Outcome, Perform, Semantics, State
 from coherence.testing.oracle import DEFAULT_LIMIT, check_coherence, check_performed, check_sc
-
-# "performed": coherence with each line's stores ordered as they were performed, as the
-# checker's `property NAME: coherence` defines it (``check_performed``)
-ORACLES = ("coherence", "sc", "performed", "none")
 
 
 @attrs.frozen
