@@ -1,8 +1,8 @@
 """Mine a spec at 2 and 3 agents as ``--infer`` does, leave out the cycle clauses
-(NOTE(cycle-clauses)) and run Houdini at 4 agents: whether every target is kept, and the lines
-chosen (at 4 agents directly, unless --select-at), written to OUT as ``invariant aux`` lines (results/infer/README.md, "Session 31"). The
-final proof is not run; give OUT to ``prove --aux`` for it. A measurement, not part of the
-tool.
+(NOTE(cycle-clauses)) and run Houdini at 4 agents (directly, unless ``--select-at``): whether
+every target is kept, and the lines chosen, written to OUT as ``invariant aux`` lines
+(results/infer/README.md, "Session 31"). The final proof is not run; give OUT to
+``prove --aux`` for it. A measurement, not part of the tool.
 
     PYTHONHASHSEED=0 python3 results/infer/houdini_nocycle.py \\
         tests/specs/infer/msi_home_acks.coh results/infer/msi_home_acks_s31.aux
