@@ -67,15 +67,23 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_cli_leaves_them_out_says_how_many_and_the_chain_is_still_proved() -> None:
     # the token's chain of requestors: its two 2-cycle clauses (Fwd's and Tok's) are mined and
-    # left out, and the lines Houdini chooses without them prove mutual exclusion for every N
+    # left out (the default), and the lines Houdini chooses without them prove mutual exclusion
+    # for every N; --cycle-clauses offers them, and the chain is proved that way too
     spec = ROOT / "tests" / "specs" / "infer" / "token_chain.coh"
-    r = _cli("prove", str(spec), "--agents", "any", "--infer", "--no-cycle-clauses",
-             "--json", "--rlimit", "16000000")
-    assert r.returncode == 0, r.stderr[-2000:]
-    doc = json.loads(r.stdout)
-    assert doc["verdict"] == "holds"
-    assert doc["inferred"]["stats"]["cycle_clauses_left_out"] == 2
-    assert doc["inferred"]["invariants"]
-    r = _cli("prove", str(spec), "--agents", "any", "--no-cycle-clauses")
-    assert r.returncode == 2 and "--no-cycle-clauses needs --infer" in r.stderr
-    assert "Traceback" not in r.stderr
+    for flags, left_out in (([], 2), (["--no-cycle-clauses"], 2), (["--cycle-clauses"], 0)):
+        r = _cli("prove", str(spec), "--agents", "any", "--infer", *flags, "--json",
+                 "--rlimit", "16000000")
+        assert r.returncode == 0, (flags, r.stderr[-2000:])
+        doc = json.loads(r.stdout)
+        assert doc["verdict"] == "holds"
+        assert doc["inferred"]["stats"]["cycle_clauses_left_out"] == left_out, flags
+        assert doc["inferred"]["invariants"]
+    for flag in ("--no-cycle-clauses", "--cycle-clauses"):
+        r = _cli("prove", str(spec), "--agents", "any", flag)
+        assert r.returncode == 2 and f"{flag} needs --infer" in r.stderr
+        assert "Traceback" not in r.stderr
+
+
+def test_inference_leaves_them_out_unless_asked() -> None:
+    from coherence.smt.infer import InferOptions
+    assert InferOptions().cycle_clauses is False

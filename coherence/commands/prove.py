@@ -79,12 +79,12 @@ def add_args(p: argparse.ArgumentParser) -> None:
                         "more agents; their final proof then stays unknown on some goals, and "
                         "a larger instance is a remedy (slower: its encoding grows with N; "
                         "above 4, each size from 3 up completes the set in turn), "
-                        "--no-cycle-clauses another")
-    p.add_argument("--no-cycle-clauses", dest="cycle_clauses", action="store_false",
-                   help="with --infer: leave out the candidates that only rule out a cycle of "
-                        "one relation (i waits on j and j on i): no bounded clause rules out "
-                        "the longer cycles larger sizes allow, so lines that lean on these may "
-                        "not be inductive there")
+                        "leaving out the cycle clauses (the default) another")
+    p.add_argument("--cycle-clauses", action=argparse.BooleanOptionalAction, default=None,
+                   help="with --infer: offer the candidates that only rule out a cycle of one "
+                        "relation (i waits on j and j on i). Left out by default: no bounded "
+                        "clause rules out the longer cycles larger sizes allow, so lines that "
+                        "lean on these may not be inductive there (MSI's broke at 5 agents)")
     p.add_argument("--write", action="store_true",
                    help="with --infer: append the inferred invariants to SPEC, after a "
                         "marker comment (refused if SPEC changed since it was read)")
@@ -130,8 +130,9 @@ def run(args: argparse.Namespace) -> int:
                         NO_SPAN)
     if args.write and not args.infer:
         raise SpecError("--write needs --infer", NO_SPAN)
-    if not args.cycle_clauses and not args.infer:
-        raise SpecError("--no-cycle-clauses needs --infer", NO_SPAN)
+    if args.cycle_clauses is not None and not args.infer:
+        flag = "--cycle-clauses" if args.cycle_clauses else "--no-cycle-clauses"
+        raise SpecError(f"{flag} needs --infer", NO_SPAN)
     if args.houdini_agents is not None:
         if not args.infer:
             raise SpecError("--houdini-agents needs --infer", NO_SPAN)

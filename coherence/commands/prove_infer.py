@@ -25,7 +25,7 @@ def run_infer(args: argparse.Namespace, model: Any, header: Callable[..., None])
                         cache=args.proof_cache)
     if args.houdini_agents is not None:
         opts.cutoff = args.houdini_agents
-    opts.cycle_clauses = args.cycle_clauses
+    opts.cycle_clauses = bool(args.cycle_clauses)  # NOTE(cycle-clauses): off unless asked
     with reporter(args, "coherence prove") as rep:
         header(rep, args, model, "z3 proof for every number of agents, invariants inferred")
         result = infer(model, opts, progress=lambda s: rep.update(s, force=True),
