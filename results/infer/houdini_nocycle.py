@@ -1,8 +1,8 @@
 """Mine a spec at 2 and 3 agents as ``--infer`` does, leave out the cycle clauses
-(NOTE(cycle-clauses)) and run Houdini at 4 agents (directly, unless ``--select-at``): whether
-every target is kept, and the lines chosen, written to OUT as ``invariant aux`` lines
-(results/infer/README.md, "Session 31"). The final proof is not run; give OUT to
-``prove --aux`` for it. A measurement, not part of the tool.
+(NOTE(cycle-clauses)) and run Houdini at ``--agents`` (default 4; at that size directly, unless
+``--select-at``): whether every target is kept, and the lines chosen, written to OUT as
+``invariant aux`` lines (results/infer/README.md, "Session 31"). The final proof is not run;
+give OUT to ``prove --aux`` for it. A measurement, not part of the tool.
 
     PYTHONHASHSEED=0 python3 results/infer/houdini_nocycle.py \\
         tests/specs/infer/msi_home_acks.coh results/infer/msi_home_acks_s31.aux
@@ -27,6 +27,7 @@ def main() -> None:
     ap.add_argument("spec")
     ap.add_argument("out")
     ap.add_argument("--skip", action="append", default=["coherent"])
+    ap.add_argument("--agents", type=int, default=4, help="Houdini's instance (--houdini-agents)")
     ap.add_argument("--select-at", type=int, default=None,
                     help="choose at this size first (--infer: 3; default: at 4 directly)")
     args = ap.parse_args()
@@ -38,7 +39,7 @@ def main() -> None:
     kept = [c for c in cands if not closes_cycle(c)]
     print(len(cands), "candidates,", len(cycles), "cycle clauses left out:", cycles, flush=True)
     t1 = time.perf_counter()
-    result = houdini_finite(model, kept, tpl, opts.cutoff, select_at=args.select_at,
+    result = houdini_finite(model, kept, tpl, args.agents, select_at=args.select_at,
                             progress=lambda s: print(f"[{time.perf_counter() - t0:.0f}s] {s}",
                                                      flush=True))
     t2 = time.perf_counter()
