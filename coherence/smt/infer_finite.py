@@ -498,6 +498,25 @@ def _for_agent0(enc: Encoder, a: Any, keys: dict[str, list[tuple[int, int, int]]
     return enc.msg_index[message] == t and receiver == dst and (src == 0 or dst == 0)
 
 
+def _agents_of(enc: Encoder, a: Any, keys: dict[str, list[tuple[int, int, int]]]) -> set[int]:
+    """The agents action ``a`` names: its own (a cache's step), or a receipt's two ends (the
+    home is none); ``{-1}`` for a receipt on a keyed slot that never holds its message
+    (``_for_agent0``'s rule)."""
+    if a.kind is not ir.TransitionKind.MESSAGE:
+        return set() if a.agent is None else {a.agent}
+    net = enc.model.networks[a.net]
+    if net.ordering is ir.Ordering.FIFO:
+        src, dst, _line = a.where
+    else:
+        if a.where >= len(keys[net.name]):
+            return {-1}
+        t, src, dst = keys[net.name][a.where]
+        message = enc.model.machine(a.machine).transitions[a.transition].name
+        if enc.msg_index[message] != t or (enc.n if a.agent is None else a.agent) != dst:
+            return {-1}
+    return {x for x in (src, dst) if x < enc.n}
+
+
 @attrs.define
 class Instance:
     """Houdini's encoding of the cutoff instance: what needs the templates but not the
@@ -539,8 +558,15 @@ def encode_instance(model: ir.Model, tpl: Templates, agents: int = 4) -> Instanc
                  for i, net in enumerate(inst.networks) if net.name in keys}
     # the candidates are closed under permuting agents, and so is the spec (--agents any
     # refuses literal agent ids): a step by any agent is one by agent 0 after a permutation
-    enc.actions = [a for a in enc.actions if _for_agent0(enc, a, keys)]
+    every = enc.actions
+    enc.actions = [a for a in every if _for_agent0(enc, a, keys)]
     system = System(enc, deadlock=False)
+    # NOTE(houdini-errors-after): agent 0 takes the step, but the action that errs after it
+    # may be another agent's: the error target reads the errors of every action of agents 0,
+    # 1 and 2 (a permutation fixing agent 0 brings any other one's there)
+    kept = {id(a) for a in enc.actions}
+    errs_after = [enc.step(system.cur, a).error for a in every
+                  if id(a) not in kept and _agents_of(enc, a, keys) <= {0, 1, 2}]
     fixed = keyed_slots(enc, system.cur, keys) + keyed_slots(enc, system.nxt, keys)
 
     def pre(f: Any) -> Any:
@@ -554,7 +580,8 @@ def encode_instance(model: ir.Model, tpl: Templates, agents: int = 4) -> Instanc
     for (kind, name), (bad, _extra) in system.groups.items():
         if kind == "deadlock":
             continue
-        targets[f"{kind}:{name}"] = (pre(bad), pre(system.at(bad, system.nxt)))
+        after = bad if (kind, name) != ("error", "error") else any_of([bad, *errs_after])
+        targets[f"{kind}:{name}"] = (pre(bad), pre(system.at(after, system.nxt)))
     # the parameterised encoding's one message per kind: the step taken sent a message of a
     # key whose slot was full (a keyed pre-state never holds two)
     twice = any_of([z3.And(system.sel == i, r.sent_twice)
