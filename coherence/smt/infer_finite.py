@@ -480,28 +480,12 @@ def _substituted(state: Any, fixed: list[tuple[Any, Any]]) -> Any:
 # ---------------------------------------------------------------- Houdini
 
 
-def _for_agent0(enc: Encoder, a: Any, keys: dict[str, list[tuple[int, int, int]]]) -> bool:
-    """Whether to keep action ``a``: a cache's own steps by agent 0 only, a receipt only when
-    agent 0 sends or receives it (on a keyed slot: of the slot's type, by its destination);
-    the home's own steps all."""
-    if a.kind is not ir.TransitionKind.MESSAGE:
-        return a.agent is None or a.agent == 0
-    net = enc.model.networks[a.net]
-    if net.ordering is ir.Ordering.FIFO:
-        src, dst, _line = a.where
-        return src == 0 or dst == 0
-    if a.where >= len(keys[net.name]):
-        return False  # the slot of a network no send fills (``keyed_slots``: always empty)
-    t, src, dst = keys[net.name][a.where]
-    message = enc.model.machine(a.machine).transitions[a.transition].name
-    receiver = enc.n if a.agent is None else a.agent
-    return enc.msg_index[message] == t and receiver == dst and (src == 0 or dst == 0)
-
-
-def _agents_of(enc: Encoder, a: Any, keys: dict[str, list[tuple[int, int, int]]]) -> set[int]:
-    """The agents action ``a`` names: its own (a cache's step), or a receipt's two ends (the
-    home is none); ``{-1}`` for a receipt on a keyed slot that never holds its message
-    (``_for_agent0``'s rule)."""
+def _agents_of(enc: Encoder, a: Any, keys: dict[str, list[tuple[int, int, int]]]
+               ) -> set[int] | None:
+    """The agents action ``a`` names: a cache's own step its agent, the home's own step none,
+    a receipt the ends of its queue or slot that are agents. None for a receipt that never
+    fires: on the slot of a network no send fills (``keyed_slots``: always empty), or on a
+    keyed slot of another type or destination."""
     if a.kind is not ir.TransitionKind.MESSAGE:
         return set() if a.agent is None else {a.agent}
     net = enc.model.networks[a.net]
@@ -509,12 +493,30 @@ def _agents_of(enc: Encoder, a: Any, keys: dict[str, list[tuple[int, int, int]]]
         src, dst, _line = a.where
     else:
         if a.where >= len(keys[net.name]):
-            return {-1}
+            return None
         t, src, dst = keys[net.name][a.where]
         message = enc.model.machine(a.machine).transitions[a.transition].name
         if enc.msg_index[message] != t or (enc.n if a.agent is None else a.agent) != dst:
-            return {-1}
+            return None
     return {x for x in (src, dst) if x < enc.n}
+
+
+def _for_agent0(enc: Encoder, a: Any, keys: dict[str, list[tuple[int, int, int]]]) -> bool:
+    """Whether the instance takes action ``a``: the home's own steps all, any other one that
+    fires only where it names agent 0 (a cache's own step, a receipt agent 0 sends or gets)."""
+    agents = _agents_of(enc, a, keys)
+    if agents is None:
+        return False
+    home_step = a.kind is not ir.TransitionKind.MESSAGE and a.agent is None
+    return home_step or 0 in agents
+
+
+def _errors_read(enc: Encoder, a: Any, keys: dict[str, list[tuple[int, int, int]]]) -> bool:
+    """NOTE(houdini-errors-after): whether the error target after the step reads the errors
+    of action ``a``, which the instance does not take: one that fires and names only agents
+    among 0, 1 and 2 (a permutation fixing agent 0 brings any other one's there)."""
+    agents = _agents_of(enc, a, keys)
+    return agents is not None and agents <= {0, 1, 2} and not _for_agent0(enc, a, keys)
 
 
 @attrs.define
@@ -562,11 +564,8 @@ def encode_instance(model: ir.Model, tpl: Templates, agents: int = 4) -> Instanc
     enc.actions = [a for a in every if _for_agent0(enc, a, keys)]
     system = System(enc, deadlock=False)
     # NOTE(houdini-errors-after): agent 0 takes the step, but the action that errs after it
-    # may be another agent's: the error target reads the errors of every action of agents 0,
-    # 1 and 2 (a permutation fixing agent 0 brings any other one's there)
-    kept = {id(a) for a in enc.actions}
-    errs_after = [enc.step(system.cur, a).error for a in every
-                  if id(a) not in kept and _agents_of(enc, a, keys) <= {0, 1, 2}]
+    # may be another agent's: the error target also reads those of agents 1 and 2
+    errs_after = [enc.step(system.cur, a).error for a in every if _errors_read(enc, a, keys)]
     fixed = keyed_slots(enc, system.cur, keys) + keyed_slots(enc, system.nxt, keys)
 
     def pre(f: Any) -> Any:
