@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -53,15 +54,20 @@ def _items(left_path: str) -> list[tuple[int, int, str]]:
     return out
 
 
-def _settle_one(model: Any, ob: param.Obligations, cache_path: str, g: int, i: int,
-                seconds: float) -> dict[str, Any]:
+def _settle_one(model: Any, ob: param.Obligations, cache_path: str, snapshot: str, g: int,
+                i: int, seconds: float) -> dict[str, Any]:
+    """The ``i``-th obligation of group ``g`` that ``snapshot`` (the cache as the run began:
+    the indices stay put while other items record) leaves, settled into ``cache_path``."""
     t0 = time.perf_counter()
     cache = ProofCache(cache_path)
+    before = ProofCache(snapshot)
     qs = ob.group(g)
-    left = [q for q in qs if not q.unchanged and not cache.look(q.assertions, q.anchor).found]
+    left = [q for q in qs if not q.unchanged and not before.look(q.assertions, q.anchor).found]
     if i >= len(left):
         return {"group": g, "index": i, "outcome": "settled before"}
     target = left[i]
+    if cache.look(target.assertions, target.anchor).found:
+        return {"group": g, "index": i, "outcome": "settled meanwhile"}
     reuse = frozenset(q.key for q in qs if q.key != target.key)
     budget = param.Budget(seconds, None, time.perf_counter())
     outs = [o for o in param._share(model, ob, [g], budget, reuse, 0, _Tally(), None, cache)
@@ -86,12 +92,18 @@ def main() -> None:
     ap.add_argument("--item-seconds", type=float, default=240.0)
     ap.add_argument("--seconds", type=float, default=540.0, help="no item starts after this")
     ap.add_argument("--skip", action="append", default=[])
+    ap.add_argument("--after", metavar="JSONL", action="append", default=[],
+                    help="an earlier run's output: the items it asked are not asked again")
     args = ap.parse_args()
     t0 = time.perf_counter()
     model = extend(drop_properties(load_spec(args.spec), args.skip),
                    Path(args.aux).read_text(encoding="utf-8"))
     ob = param.Obligations(model)
-    items = _items(args.left)
+    snapshot = f"{args.cache}.snapshot"
+    shutil.copyfile(args.cache, snapshot)
+    asked = {(r["group"], r["index"]) for path in args.after
+             for r in map(json.loads, Path(path).read_text().splitlines()[1:])}
+    items = [it for it in _items(args.left) if it[:2] not in asked]
     print(json.dumps({"built_s": round(time.perf_counter() - t0, 1), "items": len(items)}),
           flush=True)
     running: dict[int, tuple[int, int, float]] = {}  # pid -> (group, index, started)
@@ -102,8 +114,9 @@ def main() -> None:
             pid = os.fork()
             if pid == 0:
                 try:
-                    row = _settle_one(model, ob, args.cache, g, i, args.item_seconds)
-                except BaseException as e:  # noqa: BLE001 - reported, the queue goes on
+                    row = _settle_one(model, ob, args.cache, snapshot, g, i,
+                                      args.item_seconds)
+                except BaseException as e:  # reported; the queue goes on
                     row = {"group": g, "index": i, "outcome": "error", "message": repr(e)}
                 print(json.dumps(row), flush=True)
                 os._exit(0)
