@@ -50,6 +50,30 @@ def test_related_lines_test_the_goal_and_the_action_state_first() -> None:
     assert other == [1, 3, 2][:PER_UNKNOWN]
 
 
+def test_global_shortcuts_test_the_action_state_and_name_the_goal_message() -> None:
+    """NOTE(infer-repair-shortcut): MSI's `inferred_36` at `GetM in I` needs the global
+    `Dir.state == I -> !inflight(Inv)`, which shares no atom with it."""
+    cands = [
+        _cand("agent", "Dir.state == M", IN_S, "inflight(Inv, {x})"),  # the goal
+        _cand("global", "Dir.state == I", "inflight(FwdGetM)"),  # another message type
+        _cand("global", "Dir.state == S", "inflight(Inv)"),  # another source state
+        _cand("global", "Dir.state == I", "inflight(Inv)"),  # the shortcut
+        _cand("agent", "Dir.state == I", "inflight(Inv, {x})"),  # shares the goal's atom
+        _cand("global", "Dir.state == I", "!isundefined(Dir.owner)"),  # no message at all
+    ]
+    in_i = action_atoms("Dir", False, ["I"])
+    assert related(cands, alive=range(6), taken=[], unknown=[(0, in_i)]) == [4, 3]
+    # taken already, or not kept by Houdini: not put back
+    assert related(cands, alive=range(6), taken=[3], unknown=[(0, in_i)]) == [4]
+    assert related(cands, alive=[0, 1, 2, 4, 5], taken=[], unknown=[(0, in_i)]) == [4]
+    # an action in S takes the other global instead
+    in_s = action_atoms("Dir", False, ["S"])
+    assert related(cands, alive=range(6), taken=[], unknown=[(0, in_s)]) == [4, 2]
+    # a goal that names no message has no shortcut (and shares no atom with these)
+    owner = [_cand("agent", "Dir.state == M", OWNER), *cands[1:]]
+    assert related(owner, alive=range(6), taken=[], unknown=[(0, in_i)]) == []
+
+
 def test_action_atoms_name_the_machine_as_candidates_do() -> None:
     assert action_atoms("Cache", True, ["S", "SM_AD"]) == {
         "Cache[@].state == S", "Cache[@].state == SM_AD"}

@@ -29,6 +29,7 @@ ROUNDS = 3  # proofs again, at most
 # about messages whose source is that agent
 _PLACEHOLDER = re.compile(r"\{[a-z]\}(\.\w+)?")
 _NO_MESSAGE = re.compile(r"inflight\((\w+)\)")  # a message type's atom (any endpoints)
+_IN_FLIGHT = re.compile(r"inflight\((\w+)")  # the type of any in-flight atom
 
 
 def repairs(cands: list[Candidate], alive: Iterable[int], taken: Iterable[int],
@@ -74,7 +75,32 @@ def related(cands: list[Candidate], alive: Iterable[int], taken: Iterable[int],
         hit = [k for k in pool if k not in out and k != goal and keys[k] & want]
         hit.sort(key=lambda k: not keys[k] & at)  # stable: the pool's order within each
         out.extend(hit[:PER_UNKNOWN])
+        out.extend(shortcuts(cands, pool, keys, goal, at, out)[:PER_UNKNOWN])
     return out
+
+
+def shortcuts(cands: list[Candidate], pool: list[int], keys: list[frozenset[str]], goal: int,
+              at: frozenset[str], out: list[int]) -> list[int]:
+    """NOTE(infer-repair-shortcut): the global lines of ``pool`` (not in ``out``) that test
+    the action's source state (``at``) and name a message type the goal names, in the
+    pool's order.
+
+    They share no atom with the goal, so ``related``'s first rule never finds them. MSI's
+    ``forall i :: Dir.state == M && Cache[i].state == S -> inflight(Inv, i)`` at `GetM in I`
+    follows, for 4 agents, from a chain through an `Inv`'s requestor and its acks; for every
+    N it stayed unknown after 270 s of every try. With the global ``Dir.state == I ->
+    !inflight(Inv)``, mined and kept, then minimised away, it is proved in about 20 s
+    (results/infer/README.md, "Session 32")."""
+    types = _message_types(keys[goal])
+    if not types:
+        return []
+    return [k for k in pool if k not in out and k != goal and cands[k].kind == "global"
+            and keys[k] & at and _message_types(keys[k]) & types]
+
+
+def _message_types(atoms: Iterable[str]) -> frozenset[str]:
+    """The message types an atom set reads as in flight (to any agent, or one)."""
+    return frozenset(m[1] for a in atoms for m in _IN_FLIGHT.finditer(a))
 
 
 def localized(cands: list[Candidate], alive: Iterable[int], taken: Iterable[int],
