@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import time
@@ -94,6 +95,8 @@ def main() -> None:
     ap.add_argument("--skip", action="append", default=[])
     ap.add_argument("--after", metavar="JSONL", action="append", default=[],
                     help="an earlier run's output: the items it asked are not asked again")
+    ap.add_argument("--goals-matching", metavar="REGEX", default="",
+                    help="only the obligations whose goal matches (re.search)")
     args = ap.parse_args()
     t0 = time.perf_counter()
     model = extend(drop_properties(load_spec(args.spec), args.skip),
@@ -103,7 +106,8 @@ def main() -> None:
     shutil.copyfile(args.cache, snapshot)
     asked = {(r["group"], r["index"]) for path in args.after
              for r in map(json.loads, Path(path).read_text().splitlines()[1:])}
-    items = [it for it in _items(args.left) if it[:2] not in asked]
+    items = [it for it in _items(args.left)
+             if it[:2] not in asked and re.search(args.goals_matching, it[2])]
     print(json.dumps({"built_s": round(time.perf_counter() - t0, 1), "items": len(items)}),
           flush=True)
     running: dict[int, tuple[int, int, float]] = {}  # pid -> (group, index, started)
