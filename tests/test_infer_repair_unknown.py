@@ -10,7 +10,7 @@ from helpers import ROOT
 from coherence import ir
 from coherence.smt.infer_atoms import Atom
 from coherence.smt.infer_mine import Candidate
-from coherence.smt.infer_repair import PER_UNKNOWN, action_atoms, localized, related
+from coherence.smt.infer_repair import PER_UNKNOWN, _atoms, action_atoms, localized, related
 from coherence.smt.param import ParamResult, UnknownGoal, _unknown_goal, actions_of
 from coherence.spec.load import load_spec
 from coherence.spec.select import drop_properties
@@ -182,6 +182,28 @@ def test_msi_owner_line_is_put_back_for_store_in_s() -> None:
     got = related(cands, range(len(cands)), [goal], [(goal, action_atoms("Cache", True, ["S"]))])
     assert cands[got[0]].text == ("forall i: agent :: ((Cache[i].state == S) -> "
                                   "(!(!isundefined(Dir.owner) && Dir.owner == i)))")
+
+
+@pytest.mark.slow
+def test_msi_inv_line_puts_back_its_global_shortcut_at_getm_in_i() -> None:
+    """NOTE(infer-repair-shortcut) on MSI's mined candidates: `inferred_36` of session 30's
+    lines, unknown at `GetM in I` after 270 s of every try, puts back `Dir.state == I ->
+    !inflight(Inv)` (with it, proved in about 20 s; results/infer/README.md, session 32)."""
+    from coherence.smt.infer import InferOptions
+    from coherence.smt.infer_mine import mine
+    model = drop_properties(load_spec(ROOT / "specs" / "msi_directory.coh"), ["coherent"])
+    opts = InferOptions()
+    cands, _stats, _tpl = mine(model, opts.sizes, opts.max_states, opts.explore_seconds,
+                               opts.literals)
+    text = {c.text: k for k, c in enumerate(cands)}
+    goal = text["forall i: agent :: ((Dir.state == M) && (Cache[i].state == S) -> "
+                "(inflight(Inv, i)))"]
+    shortcut = text["(Dir.state == I) -> !(inflight(Inv))"]
+    at = action_atoms("Dir", False, ["I"])
+    got = related(cands, range(len(cands)), [goal], [(goal, at)])
+    assert shortcut in got
+    # it shares no atom with the goal: the rule of shared atoms alone never puts it back
+    assert not _atoms(cands[shortcut]) & _atoms(cands[goal])
 
 
 def _lits(kind: str, *lits: tuple[str, str, bool]) -> Candidate:
