@@ -30,17 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from coherence.smt import param
+from coherence.smt.forked import Tally
 from coherence.smt.proof_cache import ProofCache
 from coherence.spec.load import extend, load_spec
 from coherence.spec.select import drop_properties
-
-
-class _Tally:
-    def set(self, *_a: Any) -> None:
-        pass
-
-    def sums(self) -> tuple[int, int]:
-        return (0, 0)
 
 
 def _items(left_path: str) -> list[tuple[int, int, str]]:
@@ -71,12 +64,12 @@ def _settle_one(model: Any, ob: param.Obligations, cache_path: str, snapshot: st
         return {"group": g, "index": i, "outcome": "settled meanwhile"}
     reuse = frozenset(q.key for q in qs if q.key != target.key)
     budget = param.Budget(seconds, None, time.perf_counter())
-    outs = [o for o in param._share(model, ob, [g], budget, reuse, 0, _Tally(), None, cache)
+    outs = [o for o in param._share(model, ob, [g], budget, reuse, 0, Tally(1), None, cache)
             if o.key == target.key]
     o = outs[0]
     row: dict[str, Any] = {"group": g, "index": i, "action": target.what, "goal": o.goal,
                            "outcome": o.kind, "s": round(time.perf_counter() - t0, 1)}
-    if o.kind != "proved":
+    if o.kind != "settled":
         row["message"] = o.message[:300]
     if o.kind == "cti":
         row["pre"] = getattr(o.cti, "pre", None)
