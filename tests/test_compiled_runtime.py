@@ -226,11 +226,21 @@ def test_stop_request_and_sigint_end_the_search_with_a_partial_result() -> None:
         if len(calls) == 1:
             os.kill(os.getpid(), signal.SIGINT)  # the engine's handler turns it into a stop
 
-    res = run_library(lib, KEYS, CheckOptions(symmetry=False, threads=2, progress=interrupt,
-                                              progress_every=0.0), decode)
+    def callers_handler(_signum: int, _frame: object) -> None:
+        raise AssertionError("the engine's own handler should have taken the SIGINT")
+
+    # The caller's own handler, not Python's default: a run launched in the background starts
+    # with SIGINT ignored, and what must come back is whatever was there before.
+    before = signal.signal(signal.SIGINT, callers_handler)
+    try:
+        res = run_library(lib, KEYS, CheckOptions(symmetry=False, threads=2,
+                                                  progress=interrupt, progress_every=0.0),
+                          decode)
+        assert signal.getsignal(signal.SIGINT) is callers_handler  # restored
+    finally:
+        signal.signal(signal.SIGINT, before)
     assert res.stopped == "interrupted (SIGINT)"
     assert 0 < res.states < 16 ** 6
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
 
 
 def test_time_limit_stops_cleanly() -> None:

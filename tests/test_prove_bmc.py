@@ -117,8 +117,17 @@ def test_sigint_between_checks_stops_with_what_was_found() -> None:
 
     from coherence.smt.bmc import bmc
 
+    def callers_handler(_signum: int, _frame: object) -> None:
+        raise AssertionError("the run's own handler should have taken the SIGINT")
+
     model = load_spec(SPECS / "broadcast_invalidate_acked.coh", {"agents": 2})
-    result = bmc(model, 4, progress=lambda stat: os.kill(os.getpid(), signal.SIGINT))
+    # A handler of the caller's own, not Python's default: a run launched in the background
+    # starts with SIGINT ignored, and what must come back is whatever was there before.
+    before = signal.signal(signal.SIGINT, callers_handler)
+    try:
+        result = bmc(model, 4, progress=lambda stat: os.kill(os.getpid(), signal.SIGINT))
+        assert signal.getsignal(signal.SIGINT) is callers_handler  # restored
+    finally:
+        signal.signal(signal.SIGINT, before)
     assert result.verdict == "unknown" and result.reason == "interrupted (SIGINT)"
     assert [d.depth for d in result.depths] == [0]
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
