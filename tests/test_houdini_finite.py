@@ -474,8 +474,8 @@ def test_the_cutoff_completes_the_set_a_smaller_size_chose(
 
     def losing(run: infer_finite._Lazy, at: infer_finite.Instance, chosen: set[int],
                live_t: set[str], say: Callable[[str], None],
-               only: set[int] | None = None) -> tuple[set[int], int]:
-        kept, implied = minimised(run, at, chosen, live_t, say, only)
+               only: set[int] | None = None, **kw: Any) -> tuple[set[int], int]:
+        kept, implied = minimised(run, at, chosen, live_t, say, only, **kw)
         if not calls:
             kept = kept - {min(kept, key=lambda j: (run.cands[j].size, j))}
         calls.append((run.n, only, set(chosen), kept))
@@ -526,3 +526,54 @@ def test_a_cutoff_above_four_is_reached_one_size_at_a_time(
     assert sizes[:3] == [3, 4, 5]
     for n in (5, 4, 3):
         assert houdini_step(model, cands, tpl, set(result.support), n) == z3.unsat
+
+
+def test_minimisation_keeps_every_chosen_global_line_when_asked(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # NOTE(minimize-keeps-global): with keep_global, neither the implication pass nor
+    # minimisation asks about a global line, so every one the selection chose comes out; on
+    # German, minimisation drops four of them otherwise (inflight(Inv) -> !inflight(GntE) ...)
+    from coherence.smt import infer_finite
+    asked: list[set[int]] = []
+    chose: list[set[int]] = []
+    implied, minimize, minimised = (infer_finite._Lazy.implied, infer_finite._Lazy.minimize,
+                                    infer_finite._minimised)
+
+    def asking_implied(self: infer_finite._Lazy, chosen: set[int], live_t: set[str],
+                       only: set[int] | None = None) -> set[int]:
+        asked.append(set(chosen if only is None else only))
+        return implied(self, chosen, live_t, only)
+
+    def asking_minimize(self: infer_finite._Lazy, chosen: set[int], live_t: set[str],
+                        progress: Any = None, only: set[int] | None = None) -> set[int]:
+        asked.append(set(chosen if only is None else only))
+        return minimize(self, chosen, live_t, progress, only)
+
+    def choosing(run: infer_finite._Lazy, at: infer_finite.Instance, chosen: set[int],
+                 *args: Any, **kw: Any) -> tuple[set[int], int]:
+        chose.append(set(chosen))
+        return minimised(run, at, chosen, *args, **kw)
+    monkeypatch.setattr(infer_finite._Lazy, "implied", asking_implied)
+    monkeypatch.setattr(infer_finite._Lazy, "minimize", asking_minimize)
+    monkeypatch.setattr(infer_finite, "_minimised", choosing)
+    model = load_spec(ROOT / "tests" / "specs" / "infer" / "german.coh")
+    model = drop_properties(model, [p.name for p in model.properties])
+    from coherence.smt.infer import InferOptions
+    opts = InferOptions()
+    cands, _stats, tpl = mine(model, opts.sizes, opts.max_states, float("inf"), opts.literals)
+    for keep in (False, True):
+        asked.clear()
+        chose.clear()
+        result = infer_finite.houdini_finite(model, cands, tpl, 4, rlimit=20_000_000,
+                                             select_at=3, keep_global=keep)
+        assert not result.failed and chose and asked
+        glob = {k for k in result.support if cands[k].kind == "global"}
+        chosen_glob = {k for c in chose for k in c if cands[k].kind == "global"}
+        asked_glob = {k for a in asked for k in a if cands[k].kind == "global"}
+        if keep:
+            assert not asked_glob
+            assert chosen_glob <= glob  # every one the selection chose comes out
+        else:
+            assert asked_glob and chosen_glob - glob  # asked, and some dropped
+        assert houdini_step(model, cands, tpl, set(result.support), 4) == z3.unsat
+        assert houdini_step(model, cands, tpl, set(result.support), 3) == z3.unsat

@@ -165,6 +165,23 @@ def test_cli_houdini_agents_sets_the_instance_and_is_checked(tmp_path: Path) -> 
         assert f"--houdini-agents {bad}: Houdini's instance has 2 to 8 agents" in r.stderr
 
 
+def test_cli_keep_global_lines_reaches_houdini_and_needs_infer(tmp_path: Path) -> None:
+    """NOTE(minimize-keeps-global): the flag and its negation reach Houdini (its stats say
+    which ran), and either without --infer is refused."""
+    path = tmp_path / "mutex.coh"
+    path.write_text(MUTEX)
+    for flag, kept in (("--keep-global-lines", True), ("--no-keep-global-lines", False)):
+        r = _cli("prove", str(path), "--agents", "any", "--infer", flag, "--json",
+                 "--rlimit", str(PROOF_RLIMIT))
+        assert r.returncode == 0, r.stderr[-2000:]
+        doc = json.loads(r.stdout)
+        assert doc["verdict"] == "holds" and doc["inferred"]["invariants"]
+        assert doc["inferred"]["stats"]["houdini"]["keep_global"] is kept, flag
+        r = _cli("prove", str(path), "--agents", "any", flag)
+        assert r.returncode == 2 and f"{flag} needs --infer" in r.stderr
+        assert "Traceback" not in r.stderr
+
+
 COUNTING = """
 param agents = 3;
 home machine H { stable state R; init R; var acks: int[0..agents] = 0;

@@ -85,6 +85,11 @@ def add_args(p: argparse.ArgumentParser) -> None:
                         "relation (i waits on j and j on i). Left out by default: no bounded "
                         "clause rules out the longer cycles larger sizes allow, so lines that "
                         "lean on these may not be inductive there (MSI's broke at 5 agents)")
+    p.add_argument("--keep-global-lines", action=argparse.BooleanOptionalAction, default=None,
+                   help="with --infer: minimisation keeps every chosen line about no agent "
+                        "(the home's state and the message types in flight). At Houdini's "
+                        "size a chain through the agents may imply one; for every N the "
+                        "proof may then need it and stay unknown without it")
     p.add_argument("--write", action="store_true",
                    help="with --infer: append the inferred invariants to SPEC, after a "
                         "marker comment (refused if SPEC changed since it was read)")
@@ -132,6 +137,9 @@ def run(args: argparse.Namespace) -> int:
         raise SpecError("--write needs --infer", NO_SPAN)
     if args.cycle_clauses is not None and not args.infer:
         flag = "--cycle-clauses" if args.cycle_clauses else "--no-cycle-clauses"
+        raise SpecError(f"{flag} needs --infer", NO_SPAN)
+    if args.keep_global_lines is not None and not args.infer:
+        flag = "--keep-global-lines" if args.keep_global_lines else "--no-keep-global-lines"
         raise SpecError(f"{flag} needs --infer", NO_SPAN)
     if args.houdini_agents is not None:
         if not args.infer:

@@ -26,6 +26,8 @@ def run_infer(args: argparse.Namespace, model: Any, header: Callable[..., None])
     if args.houdini_agents is not None:
         opts.cutoff = args.houdini_agents
     opts.cycle_clauses = bool(args.cycle_clauses)  # NOTE(cycle-clauses): off unless asked
+    if args.keep_global_lines is not None:  # NOTE(minimize-keeps-global)
+        opts.keep_global = args.keep_global_lines
     with reporter(args, "coherence prove") as rep:
         header(rep, args, model, "z3 proof for every number of agents, invariants inferred")
         result = infer(model, opts, progress=lambda s: rep.update(s, force=True),

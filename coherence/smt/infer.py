@@ -56,6 +56,7 @@ class InferOptions:
     # candidates while Houdini's instance is encoded, and the final proof is dealt to ``jobs``
     jobs: int = 1
     cache: str | None = None  # the final proof's (NOTE(proof-cache)); Houdini keeps none
+    keep_global: bool = False  # NOTE(minimize-keeps-global)
 
 
 @attrs.define
@@ -156,7 +157,8 @@ def _infer(model: ir.Model, options: InferOptions | None,
             h = houdini_finite(model, cands, templates, opts.cutoff, progress=say,
                                rlimit=opts.rlimit, seconds=opts.timeout,
                                instance=instance[0] if instance else None,
-                               select_at=opts.select_at, smaller_instances=smaller)
+                               select_at=opts.select_at, smaller_instances=smaller,
+                               keep_global=opts.keep_global)
         except Unsupported as e:  # out of units: no inferred line, the proof says the rest
             from coherence.smt.infer_finite import FiniteResult
             h = FiniteResult([], [], [e.message], {"queries": 0, "unknown": 1})

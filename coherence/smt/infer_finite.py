@@ -617,16 +617,20 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
                    rlimit: int = CHECK_RLIMIT, seconds: float | None = None,
                    instance: Instance | Unsupported | None = None,
                    select_at: int | None = None,
-                   smaller_instances: dict[int, Instance | None] | None = None
-                   ) -> FiniteResult:
+                   smaller_instances: dict[int, Instance | None] | None = None,
+                   keep_global: bool = False) -> FiniteResult:
     """A small set of candidates (``support``) that, with the targets, is inductive at
     ``agents`` agents; ``alive`` is what no counterexample dropped. ``seconds``: a wall-clock
     cap on the whole selection (``prove --timeout``); past it, ``Unsupported``.
     ``instance``: ``encode_instance(model, tpl, agents)`` made earlier (or why it could not
     be: raised here), else made here. ``select_at``: the size the set is chosen and minimised
     at before the cutoff completes it (NOTE(houdini-select-smaller)); ``smaller_instances``:
-    instances below the cutoff made earlier (``smaller_instance``), by size."""
+    instances below the cutoff made earlier (``smaller_instance``), by size.
+    ``keep_global``: minimisation keeps every chosen global line (NOTE(minimize-keeps-global))."""
     say = progress or (lambda _s: None)
+
+    def keep(k: int) -> bool:
+        return keep_global and cands[k].kind == "global"
     if isinstance(instance, Unsupported):
         raise instance
     ins = instance if instance is not None else encode_instance(model, tpl, agents)
@@ -661,7 +665,8 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
     chosen, alive, failed = run.solve(say)
     t2 = time.perf_counter()
     picked = len(chosen)
-    chosen, implied = _minimised(run, first, chosen, set(targets) - set(failed), say)
+    chosen, implied = _minimised(run, first, chosen, set(targets) - set(failed), say,
+                                 keep=keep)
     # NOTE(houdini-ladder): each size above it completes what the size below chose
     completed_at: list[int] = []
     for m in range(first.enc.n + 1, n + 1):
@@ -676,7 +681,7 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
         picked += len(added)
         if added:
             chosen, more = _minimised(run, at, chosen, set(targets) - set(failed), say,
-                                      only=added)
+                                      only=added, keep=keep)
             implied += more
     minimized = len(chosen)
     t3 = time.perf_counter()
@@ -699,6 +704,7 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
              "forward_states": sum(f.explored for f in forwards.values()),
              "forward_disagreements": sum(f.disagreements for f in forwards.values()),
              "dropped": len(cands) - len(alive), "agents": n, "selected_at": first.enc.n,
+             "keep_global": keep_global,
              "completed_at": completed_at,
              "picked": picked, "minimized": minimized, "smaller": smaller.stats,
              "final": len(chosen),
@@ -707,18 +713,28 @@ def houdini_finite(model: ir.Model, cands: list[Candidate], tpl: Templates, agen
     return FiniteResult(sorted(alive), sorted(chosen), failed, stats)
 
 
+# NOTE(minimize-keeps-global): ``keep_global`` (``prove --keep-global-lines``) keeps every
+# chosen line about no agent (the home's state, the message types in flight) out of the
+# implication pass and the minimisation. At Houdini's size a chain through the agents can
+# imply such a line, which must end there; for every N the quantified queries cannot follow
+# the chain, and an obligation that the line settles in seconds stays unknown without it. MSI's
+# `forall i :: Dir.state == M && Cache[i].state == S -> inflight(Inv, i)` at `GetM in I`
+# was unknown after 270 s of every try; with `Dir.state == I -> !inflight(Inv)`, chosen and
+# then minimised away, it is proved in about 20 s (results/infer/README.md, "Session 32").
+# Such lines are few (German: 8 of 28 with it, 4 of 24 without) and their own obligations
+# cheap (MSI: 55 of 56 proved, most in 1-2 s).
 def _minimised(run: _Lazy, at: Instance, chosen: set[int], live_t: set[str],
-               say: Callable[[str], None], only: set[int] | None = None
-               ) -> tuple[set[int], int]:
+               say: Callable[[str], None], only: set[int] | None = None,
+               keep: Callable[[int], bool] = lambda _k: False) -> tuple[set[int], int]:
     """``chosen`` without what the rest implies and what minimisation drops (of ``only``,
-    when given), on a solver free of the selection's goals and learnt clauses (2x faster);
-    and how many were implied."""
+    when given; never one ``keep`` holds of, NOTE(minimize-keeps-global)), on a solver free
+    of the selection's goals and learnt clauses (2x faster); and how many were implied."""
     run.solver = z3.SolverFor("QF_BV")
     run.solver.set("rlimit", run.rlimit)
     run.solver.add(*at.base, *[z3.Implies(run.ind[k], run.pre[k]) for k in chosen])
+    only = {k for k in (chosen if only is None else only) if not keep(k)}
     implied = run.implied(chosen, live_t, only)
-    asked = None if only is None else only - implied
-    return run.minimize(chosen - implied, live_t, say, only=asked), len(implied)
+    return run.minimize(chosen - implied, live_t, say, only=only - implied), len(implied)
 
 
 SMALLER_PASSES = 3  # rounds of "smaller sizes, then the cutoff again", at most
