@@ -10,7 +10,16 @@ from helpers import ROOT
 from coherence import ir
 from coherence.smt.infer_atoms import Atom
 from coherence.smt.infer_mine import Candidate
-from coherence.smt.infer_repair import PER_UNKNOWN, _atoms, action_atoms, localized, related
+from coherence.smt.infer_repair import (
+    PER_UNKNOWN,
+    SpecGoal,
+    _atoms,
+    action_atoms,
+    for_spec_goals,
+    invariant_atoms,
+    localized,
+    related,
+)
 from coherence.smt.param import ParamResult, UnknownGoal, _unknown_goal, actions_of
 from coherence.spec.load import load_spec
 from coherence.spec.select import drop_properties
@@ -89,8 +98,13 @@ def test_an_unknown_obligation_names_its_action() -> None:
     for i in (cache_acts[0], home_acts[-1]):
         m, tr = acts[i]
         u = _unknown_goal(model, ("invariant:x", i, -1), None)
+        message = tr.name if tr.kind is ir.TransitionKind.MESSAGE else ""
         assert u == UnknownGoal("invariant:x", m.name, m.kind is ir.MachineKind.CACHE,
-                                tr.states)
+                                tr.states, message)
+    kinds = {tr.kind for _m, tr in acts}
+    assert ir.TransitionKind.MESSAGE in kinds and len(kinds) > 1  # both forms were asked
+    assert any(_unknown_goal(model, ("invariant:x", i, -1), None).message
+               for i in range(len(acts)))
     assert _unknown_goal(model, ("invariant:x", -1, -1), None) == UnknownGoal(
         "invariant:x", "", False, ())
 
@@ -142,7 +156,7 @@ def test_infer_puts_back_lines_for_an_unknown_goal(monkeypatch: pytest.MonkeyPat
 
 def test_a_goal_that_is_no_inferred_line_puts_back_nothing(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """The spec's own property left unknown: no candidate is its line, so no round."""
+    """Freedom from errors left unknown: it is no line and tests no atom, so no round."""
     import coherence.smt.infer as infer_mod
     import coherence.smt.infer_finite as finite_mod
     from coherence.smt.infer_finite import FiniteResult
@@ -155,7 +169,7 @@ def test_a_goal_that_is_no_inferred_line_puts_back_nothing(
     def prove(model, reuse=(), **_k):
         calls.append(1)
         return ParamResult("unknown", [], [], [], None, [], "unknown", 0.0,
-                           unknown_goals=[UnknownGoal("invariant:swmr", "Cache", True,
+                           unknown_goals=[UnknownGoal("error:error", "Cache", True,
                                                       ("S",))])
 
     monkeypatch.setattr(finite_mod, "houdini_finite", houdini)
@@ -163,6 +177,91 @@ def test_a_goal_that_is_no_inferred_line_puts_back_nothing(
     result = infer_mod.infer(drop_properties(load_spec(GERMAN), ["coherent"]))
     assert calls == [1] and result.proof.verdict == "unknown"
     assert result.stats["repairs"] == []
+
+
+def test_invariant_atoms_are_its_control_states_and_the_variables_it_compares() -> None:
+    model = load_spec(ROOT / "specs" / "msi_directory.coh")
+    inv = {i.name: i.expr for i in model.invariants}
+    assert invariant_atoms(inv["swmr"]) == (
+        {f"Cache[@].state == {s}" for s in ("M", "S", "SM_AD", "SM_A")}, set())
+    assert invariant_atoms(inv["memory_current"]) == (
+        {"Dir.state == I", "Dir.state == S"}, {("Dir.mem", "latest")})
+    assert invariant_atoms(inv["data_value"]) == (
+        {f"Cache[@].state == {s}" for s in ("M", "S", "SM_AD", "SM_A")},
+        {("Cache[@].data", "latest")})
+
+
+def test_spec_goal_lines_test_what_it_tests_where_the_action_starts_or_takes() -> None:
+    """NOTE(infer-repair-spec-goal), hand-made candidates: ``swmr`` unknown at `Data in
+    IS_D` wants `inflight(Data) -> Cache[i].state != M` first."""
+    m_state, s_state = "Cache[{x}].state == M", "Cache[{x}].state == S"
+    cands = [
+        _cand("agent", "Cache[{x}].state == IS_D", s_state, "Dir.state == M"),  # at, 3 lits
+        _cand("agent", m_state, "inflight(Data, {x})"),  # names Data to one agent
+        _cand("agent", "inflight(Data)", m_state),  # names Data to any agent: the shortcut
+        _cand("agent", "inflight(GetS)", m_state),  # another message, another state
+        _cand("global", "Dir.state == I", "inflight(Data)"),  # tests none of swmr's states
+        _cand("pair", "Cache[{x}].state == IS_D", "Cache[{y}].state == M"),  # at, a pair
+    ]
+    states, compares = invariant_atoms(
+        {i.name: i.expr for i in load_spec(ROOT / "specs" / "msi_directory.coh").invariants
+         }["swmr"])
+    goal = SpecGoal(states, compares, action_atoms("Cache", True, ["IS_D"]), "Data")
+    assert for_spec_goals(cands, range(6), [], [goal]) == [2, 1, 5][:PER_UNKNOWN]
+    assert for_spec_goals(cands, range(6), [2], [goal]) == [1, 5, 0][:PER_UNKNOWN]
+    # an event (no message): only the lines that test where it starts
+    event = SpecGoal(states, compares, action_atoms("Cache", True, ["IS_D"]))
+    assert for_spec_goals(cands, range(6), [], [event]) == [5, 0]
+    # a compared pair of variables counts as what it tests
+    current = SpecGoal(frozenset(), frozenset({("Dir.mem", "latest")}),
+                       action_atoms("Cache", True, ["M"]))
+    mem = [_cand("agent", m_state, "latest == Dir.mem"), _cand("agent", m_state, "Dir.mem == 0")]
+    assert for_spec_goals(mem, range(2), [], [current]) == [0]
+
+
+def test_infer_puts_back_lines_for_an_unknown_spec_invariant(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loop in ``infer``: German's ``CtrlProp`` left unknown at a cache's message action
+    puts back what ``for_spec_goals`` picks, and the second proof has them."""
+    import coherence.smt.infer as infer_mod
+    import coherence.smt.infer_finite as finite_mod
+    from coherence.smt.infer_finite import FiniteResult
+
+    picked: list[object] = []
+
+    def houdini(model, cands, *_a, **_k):  # every candidate kept; the first one chosen
+        picked.append(cands)
+        return FiniteResult(list(range(len(cands))), [0], [], {"queries": 0, "unknown": 0})
+
+    model = drop_properties(load_spec(GERMAN), ["coherent"])
+    acts = actions_of(model)
+    i = next(i for i, (m, tr) in enumerate(acts)
+             if m.kind is ir.MachineKind.CACHE and tr.kind is ir.TransitionKind.MESSAGE)
+    unknown = _unknown_goal(model, ("invariant:CtrlProp", i, -1), None)
+    proved: list[list[str]] = []
+
+    def prove(model, reuse=(), **_k):
+        proved.append([inv.name for inv in model.invariants])
+        if len(proved) == 1:
+            return ParamResult("unknown", [], [], [], None, [], "unknown", 0.0,
+                               unknown_goals=[unknown])
+        return ParamResult("holds", [], [], [], None, [], None, 0.0)
+
+    monkeypatch.setattr(finite_mod, "houdini_finite", houdini)
+    monkeypatch.setattr(infer_mod, "prove_all", prove)
+    result = infer_mod.infer(model)
+    (cands,) = picked
+    assert isinstance(cands, list)
+    ctrl = next(inv.expr for inv in model.invariants if inv.name == "CtrlProp")
+    goal = SpecGoal(*invariant_atoms(ctrl), action_atoms("Cache", True, unknown.states),
+                    unknown.message)
+    want = for_spec_goals(cands, range(len(cands)), [0], [goal])
+    assert want, "German has kept candidates that test CtrlProp's states"
+    assert result.proof.verdict == "holds" and len(proved) == 2
+    assert result.lines == [f"invariant aux inferred_{n}: {cands[k].text};"
+                            for n, k in enumerate([0, *want], start=1)]
+    assert result.stats["repairs"][0]["spec_unknown"] == 1
+    assert result.stats["repairs"][0]["added"] == len(want)
 
 
 @pytest.mark.slow

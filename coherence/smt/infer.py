@@ -104,7 +104,16 @@ def _infer(model: ir.Model, options: InferOptions | None,
     )
     from coherence.smt.infer_mine import Templates, explore, mine
     from coherence.smt.infer_qf import houdini_qf
-    from coherence.smt.infer_repair import ROUNDS, action_atoms, localized, related, repairs
+    from coherence.smt.infer_repair import (
+        ROUNDS,
+        SpecGoal,
+        action_atoms,
+        for_spec_goals,
+        invariant_atoms,
+        localized,
+        related,
+        repairs,
+    )
     from coherence.smt.param import ParamEncoder
     from coherence.spec.load import extend
     opts = options or InferOptions()
@@ -197,12 +206,20 @@ def _infer(model: ir.Model, options: InferOptions | None,
         # NOTE(infer-repair-localized): first its form about this agent's own messages
         added += localized(cands, h.alive, [*chosen, *added], [k for k, _at in unknown])
         added += related(cands, h.alive, [*chosen, *added], unknown)
+        # NOTE(infer-repair-spec-goal): and one of the spec's own invariants, those that
+        # test what it tests where the action starts or what it takes
+        own = {f"invariant:{inv.name}": inv.expr for inv in model.invariants}
+        spec_unknown = [SpecGoal(*invariant_atoms(own[u.goal]),
+                                 action_atoms(u.machine, u.cache, u.states), u.message)
+                        for u in proof.unknown_goals if u.goal in own]
+        added += for_spec_goals(cands, h.alive, [*chosen, *added], spec_unknown)
         if not added or (left is not None and left <= 0):
             break
         chosen += added
         lines = [f"invariant aux {n}: {cands[k].text};"
                  for n, k in zip(_names(taken, len(chosen)), chosen, strict=True)]
-        say(f"{ctis} counterexamples to induction, {len(unknown)} inferred lines unknown: "
+        say(f"{ctis} counterexamples to induction, {len(unknown)} inferred lines and "
+            f"{len(spec_unknown)} of the spec's invariants unknown: "
             f"{len(added)} kept candidates put back; proving {len(lines)} lines again")
         t_round = time.perf_counter()
         proved_model = extend(model, _block(lines))
@@ -212,7 +229,8 @@ def _infer(model: ir.Model, options: InferOptions | None,
                           jobs=opts.jobs, cache=opts.cache,
                           progress=lambda d, t, what: say(f"final proof: {what} ({d} of {t})"),
                           reuse=proof.settled)
-        repaired.append({"ctis": ctis, "unknown": len(unknown), "added": len(added),
+        repaired.append({"ctis": ctis, "unknown": len(unknown),
+                         "spec_unknown": len(spec_unknown), "added": len(added),
                          "reused": reused,
                          "seconds": round(time.perf_counter() - t_round, 3)})
     t3 = time.perf_counter()

@@ -18,6 +18,9 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+import attrs
+
+from coherence import ir
 from coherence.semantics import Semantics
 from coherence.smt.infer_mine import Candidate, Templates, violated
 
@@ -101,6 +104,91 @@ def shortcuts(cands: list[Candidate], pool: list[int], keys: list[frozenset[str]
 def _message_types(atoms: Iterable[str]) -> frozenset[str]:
     """The message types an atom set reads as in flight (to any agent, or one)."""
     return frozenset(m[1] for a in atoms for m in _IN_FLIGHT.finditer(a))
+
+
+@attrs.frozen
+class SpecGoal:
+    """An obligation of one of the spec's own invariants left unknown: what the invariant
+    tests (``invariant_atoms``) and where (the action's source-state atoms and message)."""
+
+    states: frozenset[str]
+    compares: frozenset[tuple[str, str]]
+    at: frozenset[str]
+    message: str = ""
+
+
+def for_spec_goals(cands: list[Candidate], alive: Iterable[int], taken: Iterable[int],
+                   goals: Iterable[SpecGoal]) -> list[int]:
+    """NOTE(infer-repair-spec-goal): indices of ``alive`` candidates (not ``taken``) for an
+    obligation of the spec's own invariant left unknown: those that test one of its control
+    states (or compare the variables it compares) and either test the action's source state
+    or name the message it takes; first those that name that message to any agent, then the
+    fewest literals, lines about one agent (or none) before pairs; up to PER_UNKNOWN each.
+
+    ``related`` reads only inferred lines, so such an obligation put nothing back. MSI's
+    ``swmr`` at `Data in IS_D` and ``memory_current`` at `Store in M` stayed unknown with 171
+    lines; the lines that settle them are two literals long, mined, and minimised away at 4
+    agents: ``inflight(Data) -> Cache[i].state != M`` (no cache is M while a Data is on its
+    way) and ``Dir.state == I -> Cache[i].state != M``."""
+    local = {"global", "agent"}
+    pool = sorted(set(alive) - set(taken), key=lambda k: (cands[k].size,
+                                                          cands[k].kind not in local, k))
+    keys = [_atoms(c) for c in cands]
+    out: list[int] = []
+    for g in goals:
+        hit = [k for k in pool if k not in out and _tests(keys[k], g)
+               and (keys[k] & g.at or (g.message and g.message in _message_types(keys[k])))]
+        hit.sort(key=lambda k: f"inflight({g.message})" not in keys[k])  # stable
+        out.extend(hit[:PER_UNKNOWN])
+    return out
+
+
+def _tests(atoms: frozenset[str], g: SpecGoal) -> bool:
+    return bool(atoms & g.states) or any(x in a and y in a for a in atoms
+                                         for x, y in g.compares)
+
+
+def invariant_atoms(e: ir.Expr) -> tuple[frozenset[str], frozenset[tuple[str, str]]]:
+    """The control-state atoms a spec expression tests (``Cache[a].state in {S, M}`` is
+    ``Cache[@].state == S`` and ``Cache[@].state == M``, ``_atoms``' form) and the pairs of
+    variables it compares (``Dir.mem == latest``), found by walking its IR."""
+    states: set[str] = set()
+    compares: set[tuple[str, str]] = set()
+
+    def walk(x: object) -> None:
+        if isinstance(x, ir.Binary) and x.op in ("==", "!=", "in"):
+            left, right = x.left, x.right
+            if isinstance(right, ir.MState):
+                left, right = right, left
+            lits = (right.elems if isinstance(right, ir.SetLit) and x.op == "in"
+                    else (right,) if x.op != "in" else ())
+            if isinstance(left, ir.MState):
+                at = f"{left.machine}[@].state" if left.agent is not None \
+                    else f"{left.machine}.state"
+                members = left.type.members
+                states.update(f"{at} == {members[lit.value]}" for lit in lits
+                              if isinstance(lit, ir.Lit) and lit.value is not None)
+            names = (_variable(left), _variable(right))
+            if x.op != "in" and names[0] and names[1]:
+                compares.add((names[0], names[1]))
+        if attrs.has(type(x)):
+            for f in attrs.fields(type(x)):
+                value = getattr(x, f.name)
+                for v in value if isinstance(value, tuple) else (value,):
+                    if attrs.has(type(v)):
+                        walk(v)
+    walk(e)
+    return frozenset(states), frozenset(compares)
+
+
+def _variable(e: ir.Expr) -> str:
+    """A variable's text in ``_atoms``' form (``Cache[@].data``, ``Dir.mem``, ``latest``),
+    "" for anything else."""
+    if isinstance(e, ir.MVar):
+        return f"{e.machine}[@].{e.name}" if e.agent is not None else f"{e.machine}.{e.name}"
+    if isinstance(e, ir.GVar):
+        return e.name
+    return ""
 
 
 def localized(cands: list[Candidate], alive: Iterable[int], taken: Iterable[int],

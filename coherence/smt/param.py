@@ -966,6 +966,7 @@ class UnknownGoal:
     machine: str  # the action's machine ("" at the initial state)
     cache: bool  # whether that machine is the replicated one
     states: tuple[str, ...]  # the action's source states
+    message: str = ""  # the message type the action takes ("" for an event or a rule)
 
 
 @attrs.define
@@ -1857,7 +1858,8 @@ def _unknown_goal(model: ir.Model, key: tuple[str, int, int], shape: Any) -> Unk
     if key[1] < 0 or shape is not None:  # the initial state's, or a hierarchy's
         return UnknownGoal(key[0], "", False, ())
     machine, tr = actions_of(model)[key[1]]
-    return UnknownGoal(key[0], machine.name, machine.kind is ir.MachineKind.CACHE, tr.states)
+    return UnknownGoal(key[0], machine.name, machine.kind is ir.MachineKind.CACHE, tr.states,
+                       tr.name if tr.kind is ir.TransitionKind.MESSAGE else "")
 
 
 GROUND_RLIMIT = 30_000_000  # Z3 units per quantifier-free try (deterministic)
