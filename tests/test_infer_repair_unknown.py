@@ -305,6 +305,43 @@ def test_msi_inv_line_puts_back_its_global_shortcut_at_getm_in_i() -> None:
     assert not _atoms(cands[shortcut]) & _atoms(cands[goal])
 
 
+@pytest.mark.slow
+def test_msi_spec_invariants_put_back_their_shortcuts() -> None:
+    """NOTE(infer-repair-spec-goal) on MSI's mined candidates, with session 32's 171 lines
+    taken: ``swmr`` unknown at `Data in IS_D` puts back `inflight(Data) -> Cache[i].state !=
+    M` first, and ``memory_current`` unknown at `Store in M` puts back `Dir.state == I ->
+    Cache[i].state != M` (with them both obligations are proved, in 44 s and 4.5 s; without,
+    unknown at 60 s: results/infer/README.md, session 33)."""
+    import re
+
+    from coherence.smt.infer import InferOptions
+    from coherence.smt.infer_mine import closes_cycle, mine
+    model = drop_properties(load_spec(ROOT / "specs" / "msi_directory.coh"), ["coherent"])
+    opts = InferOptions()
+    cands, _stats, _tpl = mine(model, opts.sizes, opts.max_states, opts.explore_seconds,
+                               opts.literals)
+    cands = [c for c in cands if not closes_cycle(c)]
+    aux = (ROOT / "results" / "infer" / "msi_directory_s32.aux").read_text()
+    lines = set(re.findall(r"invariant aux \w+: (.*);\n", aux))
+    taken = [k for k, c in enumerate(cands) if c.text in lines]
+    assert len(taken) == 171
+    own = {f"invariant:{i.name}": i.expr for i in model.invariants}
+    acts = actions_of(model)
+
+    def picks(goal: str, action: str) -> list[str]:
+        i = next(i for i, (m, tr) in enumerate(acts)
+                 if f"{m.name}.{tr.kind} {tr.name} in {','.join(tr.states)}" == action)
+        u = _unknown_goal(model, (goal, i, -1), None)
+        g = SpecGoal(*invariant_atoms(own[goal]), action_atoms(u.machine, u.cache, u.states),
+                     u.message)
+        return [cands[k].text for k in for_spec_goals(cands, range(len(cands)), taken, [g])]
+    got = picks("invariant:swmr", "Cache.message Data in IS_D")
+    assert got[0] == "forall i: agent :: (inflight(Data) -> (Cache[i].state != M))"
+    got = picks("invariant:memory_current", "Cache.event Store in M")
+    assert "forall i: agent :: ((Dir.state == I) -> (Cache[i].state != M))" in got
+    assert "forall i: agent :: ((Dir.state == S) -> (Cache[i].state != M))" in got
+
+
 def _lits(kind: str, *lits: tuple[str, str, bool]) -> Candidate:
     """A candidate from (atom, where, positive) literals of its conjunction."""
     return Candidate(kind, " && ".join(t for t, _w, _p in lits), len(lits),
