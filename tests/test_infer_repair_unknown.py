@@ -4,6 +4,8 @@ first."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from helpers import ROOT
 
@@ -109,6 +111,19 @@ def test_an_unknown_obligation_names_its_action() -> None:
         "invariant:x", "", False, ())
 
 
+def _unknown_then_holds(unknown: UnknownGoal,
+                        proved: list[list[str]]) -> Callable[..., ParamResult]:
+    """A stand-in for ``prove_all``: the first proof leaves ``unknown``, the next holds;
+    each call's invariant names go to ``proved``."""
+    def prove(model: ir.Model, reuse: object = (), **_k: object) -> ParamResult:
+        proved.append([inv.name for inv in model.invariants])
+        if len(proved) == 1:
+            return ParamResult("unknown", [], [], [], None, [], "unknown", 0.0,
+                               unknown_goals=[unknown])
+        return ParamResult("holds", [], [], [], None, [], None, 0.0)
+    return prove
+
+
 def test_infer_puts_back_lines_for_an_unknown_goal(monkeypatch: pytest.MonkeyPatch) -> None:
     """The loop in ``infer`` (Houdini and the proofs stand in): the first proof leaves the one
     chosen line unknown at a cache's action; the second proves the lines plus what
@@ -128,16 +143,8 @@ def test_infer_puts_back_lines_for_an_unknown_goal(monkeypatch: pytest.MonkeyPat
 
     proved: list[list[str]] = []
     unknown = UnknownGoal("invariant:inferred_1", "Cache", True, ("S",))
-
-    def prove(model, reuse=(), **_k):
-        proved.append([inv.name for inv in model.invariants])
-        if len(proved) == 1:
-            return ParamResult("unknown", [], [], [], None, [], "unknown", 0.0,
-                               unknown_goals=[unknown])
-        return ParamResult("holds", [], [], [], None, [], None, 0.0)
-
     monkeypatch.setattr(finite_mod, "houdini_finite", houdini)
-    monkeypatch.setattr(infer_mod, "prove_all", prove)
+    monkeypatch.setattr(infer_mod, "prove_all", _unknown_then_holds(unknown, proved))
     model = drop_properties(load_spec(GERMAN), ["coherent"])
     result = infer_mod.infer(model)
     cands, goal = picked
@@ -239,16 +246,8 @@ def test_infer_puts_back_lines_for_an_unknown_spec_invariant(
              if m.kind is ir.MachineKind.CACHE and tr.kind is ir.TransitionKind.MESSAGE)
     unknown = _unknown_goal(model, ("invariant:CtrlProp", i, -1), None)
     proved: list[list[str]] = []
-
-    def prove(model, reuse=(), **_k):
-        proved.append([inv.name for inv in model.invariants])
-        if len(proved) == 1:
-            return ParamResult("unknown", [], [], [], None, [], "unknown", 0.0,
-                               unknown_goals=[unknown])
-        return ParamResult("holds", [], [], [], None, [], None, 0.0)
-
     monkeypatch.setattr(finite_mod, "houdini_finite", houdini)
-    monkeypatch.setattr(infer_mod, "prove_all", prove)
+    monkeypatch.setattr(infer_mod, "prove_all", _unknown_then_holds(unknown, proved))
     result = infer_mod.infer(model)
     (cands,) = picked
     assert isinstance(cands, list)
