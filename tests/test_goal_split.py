@@ -331,3 +331,70 @@ def _split_on_inferred_51(axioms: str) -> None:
         goal_split.witness_axioms = lambda *_a: []  # this interpreter's own
     proved = param._split(q, Budget(None, 4 * PROOF_RLIMIT, time.perf_counter()))
     assert proved == (axioms == "with")
+
+
+# NOTE(error-split): a counter each cache moves between 0 and 1; every error after an action is
+# the same error before it (another cache's) or one the action's own effect rules out
+TOGGLE = """
+param agents = 2;
+home machine H { stable state R; init R; }
+cache machine C {
+  stable state I, A;
+  init I;
+  var c: int[0..1] = 0;
+  rule Go in I { c := c + 1; goto A; }
+  rule Back in A { c := c - 1; goto I; }
+}
+invariant counted: forall i: agent :: (C[i].state == I -> C[i].c == 0) &&
+                                      (C[i].state == A -> C[i].c == 1);
+"""
+# ... and one that really errs: after `Go`, `Again` takes the counter past 1
+ERRS = TOGGLE.replace("rule Back in A { c := c - 1; goto I; }",
+                      "rule Back in A { c := c - 1; goto I; }\n  rule Again in A { c := c + 1; }")
+
+
+def _error_queries(text: str) -> list[Query]:
+    ob = param.Obligations(load_spec_text(text, "toggle.coh"))
+    return [q for g in range(1, ob.groups) for q in ob.group(g)
+            if q.goal == "error:error" and not q.unchanged]
+
+
+def test_an_error_after_the_action_is_split_against_the_same_error_before() -> None:
+    """Each error query carries the erring action's error before the step, at the witnesses
+    of the one asked after it (not those of the ``no_error`` hypothesis), and the action
+    with that alone refutes it, place by place."""
+    qs = _error_queries(TOGGLE)
+    assert len(qs) == 4
+    for q in qs:
+        assert q.before is not None and q.frame is not None
+        after_witnesses = {str(c) for c in _tagged_constants(q.assertions[-1])}
+        before_witnesses = {str(c) for c in _tagged_constants(q.before)}
+        assert before_witnesses <= after_witnesses | {str(c) for c in q.consts}, q.what
+        assert param._split(q, _budget(), small_only=True), q.what
+        q.before = None  # without it there is nothing to split against
+        assert not param._split(q, _budget())
+    assert param.prove_all(load_spec_text(TOGGLE, "toggle.coh")).verdict == "holds"
+
+
+def test_an_error_the_action_causes_is_not_proved_by_the_split() -> None:
+    qs = {q.what: q for q in _error_queries(ERRS)}
+    caused = qs["action C.rule Go in I (then C.rule Again in A errs)"]
+    assert not param._split(caused, _budget(), small_only=True)
+    assert not param._split(caused, _budget())
+    result = param.prove_all(load_spec_text(ERRS, "errs.coh"))
+    assert result.verdict == "fails", result.reason
+
+
+def _tagged_constants(e: Any) -> list[Any]:
+    """The uninterpreted constants of ``e`` whose names carry an action's tag (``x|self``)."""
+    out, seen, todo = [], set(), [e]
+    while todo:
+        t = todo.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED and "|" in str(t) \
+                and not str(t).startswith("s|"):
+            out.append(t)
+        todo.extend(t.children())
+    return out

@@ -95,10 +95,10 @@ class Part:
         return [(a, b) for a in self.after for b in self.before_cards]
 
 
-def parts(after: Any, before: Any | None) -> list[Part] | None:
+def parts(after: Any, before: Any | None, whole: bool = False) -> list[Part] | None:
     """The parts of ``after`` (a property after the action) paired with ``before`` (the same
     property before it) when their shapes agree; None when ``after`` has one part only and
-    nothing to frame (the split would be the obligation itself)."""
+    nothing to frame (the split would be the obligation itself), unless ``whole``."""
     posts = conjuncts(after)
     pres = conjuncts(before) if before is not None else []
     if len(pres) != len(posts):
@@ -119,7 +119,7 @@ def parts(after: Any, before: Any | None) -> list[Part] | None:
             body, pre_body = witnessed(post, pre)
             out.append(Part(z3.Not(body), pre_body, _ground_cards(body),
                             _ground_cards(pre_body) if pre_body is not None else []))
-    if len(out) == 1 and not out[0].after:
+    if len(out) == 1 and not out[0].after and not whole:
         return None
     return out
 
@@ -214,13 +214,15 @@ def _closed(t: Any) -> bool:
 
 def proves(small: list[Any], full: list[Any], after: Any, before: Any | None,
            check: Decide, small_seconds: float, full_seconds: float,
-           deadline: float | None = None) -> bool:
+           deadline: float | None = None, small_only: bool = False,
+           whole: bool = False) -> bool:
     """Whether every part of ``¬after`` is refuted: by ``small`` (the action and the state's
     domain), the part before the action and the frame lemmas of its counts, each check
     ``small_seconds``; a part left open, by ``full`` (every hypothesis) in ``full_seconds``,
-    then with the lemmas of ``more_lemmas`` too. ``deadline``: a ``time.perf_counter()``
-    past which no check starts."""
-    split = parts(after, before)
+    then with the lemmas of ``more_lemmas`` too (not with ``small_only``). ``deadline``: a
+    ``time.perf_counter()`` past which no check starts. ``whole``: one part is asked too
+    (an error goal: its small context is the point)."""
+    split = parts(after, before, whole)
     if split is None:
         return False
     nat = naturals()
@@ -232,6 +234,8 @@ def proves(small: list[Any], full: list[Any], after: Any, before: Any | None,
         lemmas = [a == b for a, b in part.counts if frame.equal(a, b)]
         if _unsat([*small, *known, *lemmas, *nat, part.refuted], check, small_seconds):
             continue
+        if small_only:
+            return False
         axioms = witness_axioms(part.refuted, small, full)
         if _unsat([*full, *axioms, *known, *lemmas, *nat, part.refuted], check, full_seconds):
             continue
