@@ -20,6 +20,17 @@ part's query. This proves MSI's ``inferred_38`` at ``Dir.message GetM in S`` (``
 count(...)``, where the directory sends ``Inv``s that name another requestor): the frame
 query in 0.3 s, the part in 0.05 s, where the whole obligation was unknown after 150 s.
 
+NOTE(error-split): an error goal ("action j errs after this action") is split the same way,
+one part per place that could err, each asked first of the action, the domain and the same
+place's error before the action at the **same witnesses** (``Obligations._error_before``).
+The ``no_error`` hypothesis names its own witnesses (``e{j}|self``), so it says only that some
+agent does not err, not the one asked about after the step: MSI's errors after `Evict in S`
+(an evicting cache cannot make another cache's `Data` or `InvAck` err) stayed unknown after
+60-270 s of every try, and each place is refuted in about 0.01 s from the same error before
+it. This is sound because every error obligation is proved for arbitrary witnesses: the
+invariant the induction establishes is "no action errs, for every agent and message", whose
+instance at any witnesses is a hypothesis of the step.
+
 Soundness: every query is the negated part with a subset of the obligation's hypotheses (or
 instances of them) and lemmas proved from them, plus ``card(S) >= 0`` (a count is a natural)
 and N < 2^39 (the encoding's own assumption, ``naturals``);
