@@ -160,8 +160,10 @@ def invariant_atoms(e: ir.Expr) -> tuple[frozenset[str], frozenset[tuple[str, st
             left, right = x.left, x.right
             if isinstance(right, ir.MState):
                 left, right = right, left
-            lits = (right.elems if isinstance(right, ir.SetLit) and x.op == "in"
-                    else (right,) if x.op != "in" else ())
+            if x.op == "in":
+                lits = right.elems if isinstance(right, ir.SetLit) else ()
+            else:
+                lits = (right,)
             if isinstance(left, ir.MState):
                 at = f"{left.machine}[@].state" if left.agent is not None \
                     else f"{left.machine}.state"

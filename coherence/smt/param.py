@@ -1275,12 +1275,14 @@ class Obligations:
             name: leaves_read(p, index) for name, p in props.items()}
         self.errs: list[tuple[int, Any]] = []  # (action index, its error condition in ``cur``)
         self.err_reads: dict[int, frozenset[int]] = {}
-        self.err_consts: dict[int, list[Any]] = {}  # NOTE(error-split): its witnesses
+        # NOTE(error-split): each erring action's condition with its witnesses (agent,
+        # parameters, message source), by action index
+        self.err_at: dict[int, tuple[Any, list[Any]]] = {}
         for i, (machine, tr) in enumerate(self.acts):
             _ok, err, _succ, err_consts, _dup = _step(enc, cur, machine, tr, f"e{i}")
             if not z3.is_false(err):
                 self.errs.append((i, err))
-                self.err_consts[i] = err_consts
+                self.err_at[i] = (err, err_consts)
                 self.err_reads[i] = reads_of.err_reads[i] if reads_of is not None else \
                     leaves_read(err, index)
         no_error = z3.Not(any_of([e for _, e in self.errs]))
@@ -1393,9 +1395,8 @@ class Obligations:
     def _error_before(self, j: int, witnesses: list[Any]) -> Any:
         """NOTE(error-split): "action ``j`` does not err" before the action, at the witnesses
         (agent, parameters, message source) of the error asked after it."""
-        err = dict(self.errs)[j]
-        mine = self.err_consts[j]
-        if len(mine) != len(witnesses):  # a hierarchy's actor: other witnesses; none then
+        err, mine = self.err_at[j]
+        if len(mine) != len(witnesses):  # not the same transition's: no instance to take
             return None
         return z3.Not(z3.substitute(err, *zip(mine, witnesses, strict=True)))
 
