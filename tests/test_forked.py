@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Callable
 
 import pytest
 import z3
@@ -151,3 +152,101 @@ def test_memory_sizes_are_read_here() -> None:
     assert rss_bytes() > 1 << 20
     assert available_memory_bytes() > 1 << 20
     assert usable_cpus() >= 1
+
+
+# ---------------------------------------------------------------- NOTE(bench-isolated)
+
+
+def test_an_isolated_run_happens_in_a_child_and_says_its_progress_here() -> None:
+    parent = os.getpid()
+    said: list[tuple[str, int]] = []
+
+    def run(say: Callable[[str], None]) -> dict[str, object]:
+        for k in range(3):
+            say(f"step {k} é" + "x" * (70_000 if k == 1 else 0))  # one larger than a pipe
+        return {"pid": os.getpid(), "terms": z3.Int("isolated_probe").get_id()}
+    run_ = forked.Isolated(run, lambda s: said.append((s[:8], len(s))))
+    out = run_.result()
+    assert out["pid"] != parent and run_.failure is None
+    assert said == [("step 0 é", 8), ("step 1 é", 70_008), ("step 2 é", 8)]
+
+
+MADE: list[object] = []
+
+
+def test_what_an_isolated_run_makes_stays_in_the_child() -> None:
+    """The point of it: what the run keeps (here Z3 terms in a module's list, as the encoders'
+    caches keep theirs) is not kept here, so the next run starts as this one did."""
+    def make(_say: Callable[[str], None]) -> int:
+        MADE.extend(z3.Int(f"isolated_{k}") for k in range(100))
+        return len(MADE)
+    assert forked.Isolated(make, lambda _s: None).result() == 100
+    assert MADE == []
+    assert forked.Isolated(make, lambda _s: None).result() == 100
+
+
+def test_an_isolated_run_that_raises_or_dies_is_run_here(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    parent = os.getpid()
+
+    def raising(say: Callable[[str], None]) -> int:
+        say("before")
+        if os.getpid() != parent:
+            raise ValueError("only in the child")
+        return 7
+
+    def dying(_say: Callable[[str], None]) -> int:
+        if os.getpid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return 8
+    said: list[str] = []
+    run = forked.Isolated(raising, said.append)
+    assert run.result() == 7
+    assert said == ["before", "before"]  # the child's, then this process's
+    assert run.failure is not None and "ValueError: only in the child" in run.failure
+    run = forked.Isolated(dying, said.append)
+    assert run.result() == 8
+    assert run.failure is not None and "died" in run.failure
+    assert not forked.LIVE
+    monkeypatch.setattr(forked, "can_fork", lambda: False)
+    here = forked.Isolated(lambda _say: os.getpid(), said.append)
+    assert here.result() == parent and here.failure is None
+
+
+def test_a_first_sigint_waits_for_the_childs_answer_a_second_stops_it() -> None:
+    """The child gets a Ctrl-C too and answers with what it has; only a second one stops
+    it (and raises here)."""
+    parent = os.getpid()
+
+    def patient(say: Callable[[str], None]) -> str:
+        got: list[int] = []
+        signal.signal(signal.SIGINT, lambda signum, _f: got.append(signum))
+        say(str(os.getpid()))
+        while not got:
+            time.sleep(0.01)
+        return "partial"
+
+    def interrupt(times: int) -> tuple[object, list[str]]:
+        said: list[str] = []
+
+        def on(text: str) -> None:
+            said.append(text)
+            for _ in range(times):
+                os.kill(int(text), signal.SIGINT)  # the child, as the terminal would
+                os.kill(parent, signal.SIGINT)
+        try:
+            return forked.Isolated(patient, on).result(), said
+        except KeyboardInterrupt:
+            return KeyboardInterrupt, said
+    old = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        assert interrupt(1)[0] == "partial"
+        stopped, said = interrupt(2)
+        assert stopped is KeyboardInterrupt
+        with pytest.raises(ProcessLookupError):  # killed and reaped
+            os.kill(int(said[0]), 0)
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, old)
+    assert not forked.LIVE

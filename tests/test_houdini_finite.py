@@ -577,3 +577,51 @@ def test_minimisation_keeps_every_chosen_global_line_when_asked(
             assert asked_glob and chosen_glob - glob  # asked, and some dropped
         assert houdini_step(model, cands, tpl, set(result.support), 4) == z3.unsat
         assert houdini_step(model, cands, tpl, set(result.support), 3) == z3.unsat
+
+
+def houdini_trace(spec: str) -> None:
+    """Print what Houdini chose on ``spec`` at 4 agents (selected at 3): the chosen set, the
+    queries asked, and a Z3 term id made after it (the process's term history). Run in a
+    fresh interpreter by the test below, once per hash seed."""
+    import json
+
+    from coherence.commands.infer_states import compiled_states
+    from coherence.smt.infer import InferOptions
+    from coherence.smt.infer_finite import encode_instance, houdini_finite, smaller_instance
+    model = drop_properties(load_spec(spec), ["coherent"])
+    # as ``prove --infer`` mines (the compiled engine's states where a C compiler is)
+    cands, _stats, tpl = mine(model, sizes=(2, 3), max_literals=InferOptions().literals,
+                              source=compiled_states)
+    instance = encode_instance(model, tpl, 4)  # then the smaller ones, as ``infer`` does
+    smaller = {m: smaller_instance(model, tpl, m) for m in (1, 2, 3)}
+    found = houdini_finite(model, cands, tpl, 4, instance=instance, select_at=3,
+                           smaller_instances=smaller)
+    print(json.dumps({"support": [cands[k].text for k in found.support],
+                      "failed": found.failed, "queries": found.stats["queries"],
+                      "term_id_after": z3.Int("probe").get_id()}))
+
+
+def test_houdini_chooses_the_same_lines_whatever_the_hash_seed() -> None:
+    """NOTE(infer-hash-seed): the selection read the live targets, a set of names, in the
+    set's order, and a witness's check stops at the first target it finds true, so the terms
+    Z3 evaluated (hence the term ids of every later query, which Z3's answers follow)
+    depended on PYTHONHASHSEED: the acked scheme came out with 27 chosen lines for seed 0 and
+    26 for seed 2 (28 and 29 after the final proof). Each seed runs in its own interpreter,
+    side by side."""
+    import json
+    import os
+    import subprocess
+    import sys
+    script = ("import sys; sys.path.insert(0, sys.argv[1]); import test_houdini_finite as t; "
+              "t.houdini_trace(sys.argv[2])")
+    runs = [subprocess.Popen([sys.executable, "-c", script, str(ROOT / "tests"), str(ACKED)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONHASHSEED": seed})
+            for seed in ("0", "2")]
+    outs = []
+    for run in runs:
+        stdout, stderr = run.communicate(timeout=600)
+        assert run.returncode == 0, stderr[-3000:]
+        outs.append(json.loads(stdout.strip().splitlines()[-1]))
+    assert outs[0]["support"] and not outs[0]["failed"]
+    assert outs[0] == outs[1]

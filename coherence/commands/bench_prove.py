@@ -5,6 +5,8 @@ each proof for every number of agents."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from typing import Any
 
 from coherence.cli import emit_json
 from coherence.progress import add_progress_args
@@ -154,6 +156,8 @@ def _run_infer(args: argparse.Namespace) -> int:
     from coherence.commands.infer_states import state_source
     from coherence.commands.options import jobs_of
     from coherence.smt.bench import INFER_SPECS, infer_row
+    from coherence.memory import peak_rss_bytes
+    from coherence.smt.forked import Isolated
 
     pairs: list[tuple[str, str | None]] = list(INFER_SPECS)
     if args.proofs != DEFAULT_SPECS:
@@ -166,11 +170,20 @@ def _run_infer(args: argparse.Namespace) -> int:
         for i, (spec, base) in enumerate(pairs):
             what = f"case {i + 1} of {len(pairs)}: prove --infer {spec}"
             rep.update(what, done=i, total=len(pairs), force=True)
-            rows.append(infer_row(spec, base, args.proof_timeout, args.rlimit,
-                                  progress=lambda s, what=what, i=i: rep.update(
-                                      f"{what}: {s}", done=i, total=len(pairs)),
-                                  source=state_source(args.mine_engine),
-                                  jobs=jobs_of(args)))
+
+            def case(say: Callable[[str], None], spec: str = spec,
+                     base: str | None = base) -> dict[str, Any]:
+                row = infer_row(spec, base, args.proof_timeout, args.rlimit, progress=say,
+                                source=state_source(args.mine_engine), jobs=jobs_of(args))
+                # the case's own process (the summary's peak is this one's)
+                return {**row, "peak_rss_bytes": peak_rss_bytes()}
+            # each case in a forked child: its lines and figures are those `prove --infer`
+            # gives alone, whatever ran before it (NOTE(bench-isolated))
+            run = Isolated(case, lambda s, what=what, i=i: rep.update(
+                f"{what}: {s}", done=i, total=len(pairs)))
+            rows.append(run.result())
+            if run.failure is not None:
+                rep.note(f"{spec}: {run.failure}")
         rep.finish("measured", 0, cases=len(pairs))
     if args.json:
         emit_json({"tool": "coherence bench prove --infer", "infer": rows})

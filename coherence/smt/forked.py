@@ -23,6 +23,7 @@ import pickle
 import signal
 import struct
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -214,3 +215,115 @@ def _stop(pid: int, fd: int) -> None:
     LIVE.discard(pid)
     with contextlib.suppress(OSError):
         os.close(fd)
+
+
+# ---------------------------------------------------------------- one piece of work, isolated
+
+_FRAME = struct.Struct("<cI")  # (kind: b"m" a message, b"r" the result; payload length)
+
+
+class Isolated(Generic[T]):
+    """NOTE(bench-isolated): ``run(say)`` in a forked child, so that it starts from this
+    process's state and leaves nothing in it: ``bench prove --infer`` runs each protocol so,
+    because Z3's answers follow the ids of the terms a process made before (the acked scheme
+    gave 27 lines after German in one process, 28 alone, as ``prove --infer`` gives). ``say(text)`` in the child reaches
+    this process's ``say`` at once (progress). A child that dies or raises costs time, never
+    the answer: ``run`` is run here (``failure`` says why). Without fork, it runs here.
+
+    A SIGINT while the child runs reaches the child too (one process group), which reports
+    what it has; here it is only noted, so that the child's partial answer comes back. A
+    second one stops the child and raises ``KeyboardInterrupt`` here."""
+
+    def __init__(self, run: Callable[[Callable[[str], None]], T],
+                 say: Callable[[str], None]) -> None:
+        self._run, self._say = run, say
+        self.failure: str | None = None
+
+    def result(self) -> T:
+        if not can_fork():
+            return self._run(self._say)
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns into the caller's stack
+            code = 0
+            try:
+                os.close(r)
+                with os.fdopen(w, "wb") as out:
+                    def relay(text: str) -> None:
+                        _send(out, b"m", text.encode())
+                    try:
+                        payload = pickle.dumps(("ok", self._run(relay)),
+                                               pickle.HIGHEST_PROTOCOL)
+                    except BaseException:
+                        payload = pickle.dumps(("error", traceback.format_exc()))
+                    _send(out, b"r", payload)
+            except BaseException:
+                code = 1
+            finally:
+                os._exit(code)
+        os.close(w)
+        LIVE.add(pid)
+        answer = self._wait(pid, r)
+        if answer is not None and answer[0] == "ok":
+            return answer[1]
+        why = "it died" if answer is None else answer[1].strip().splitlines()[-1]
+        self.failure = f"the isolated run failed ({why}); run again here"
+        return self._run(self._say)
+
+    def _wait(self, pid: int, fd: int) -> tuple[str, Any] | None:
+        """The child's ("ok", result) or ("error", traceback); None if it died. Its messages
+        are said as they come."""
+        interrupts: list[int] = []
+
+        def note(signum: int, _frame: Any) -> None:
+            interrupts.append(signum)
+            if len(interrupts) > 1:
+                raise KeyboardInterrupt
+        old = (signal.signal(signal.SIGINT, note)
+               if threading.current_thread() is threading.main_thread() else None)
+        done = False
+        try:
+            answer: tuple[str, Any] | None = None
+            with os.fdopen(fd, "rb") as f:
+                while len(head := _read_exactly(f, _FRAME.size)) == _FRAME.size:
+                    kind, size = _FRAME.unpack(head)
+                    body = _read_exactly(f, size)
+                    if len(body) < size:
+                        break  # cut short: the child died mid-write
+                    if kind == b"m":
+                        self._say(body.decode())
+                    else:
+                        try:
+                            answer = pickle.loads(body)
+                        except Exception:
+                            answer = None
+            os.waitpid(pid, 0)
+            done = True
+            return answer
+        finally:
+            if old is not None:
+                signal.signal(signal.SIGINT, old)
+            if not done:  # an exception here (a second Ctrl-C): stop the child
+                with contextlib.suppress(ProcessLookupError, ChildProcessError):
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+            LIVE.discard(pid)
+
+
+def _send(out: Any, kind: bytes, payload: bytes) -> None:
+    out.write(_FRAME.pack(kind, len(payload)))
+    out.write(payload)
+    out.flush()
+
+
+def _read_exactly(f: Any, size: int) -> bytes:
+    """``size`` bytes, fewer only at end of file (a read may return fewer: a pipe)."""
+    chunks: list[bytes] = []
+    left = size
+    while left:
+        chunk = f.read(left)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)

@@ -933,12 +933,15 @@ class _Lazy:
         (the transition, the domain, the targets' indicators) with other assumptions, so a model
         of one is a step of the instance: if its pre-state satisfies ``chosen`` and the live
         targets, and its post-state violates one of them, it is a model of this query too."""
+        # NOTE(infer-hash-seed): the targets in sorted order, never the set's: which terms
+        # a model evaluates (so the ids of every later term, which Z3's answers follow) must
+        # not depend on PYTHONHASHSEED
         for value in reversed(self.witnesses):
-            if any(value(self.targets[t][0]) for t in live_t):
+            if any(value(self.targets[t][0]) for t in sorted(live_t)):
                 continue
             if not all(self._holds(k, False, value) for k in chosen):
                 continue
-            if (any(value(self.targets[t][1]) for t in live_t)
+            if (any(value(self.targets[t][1]) for t in sorted(live_t))
                     or not all(self._holds(k, True, value) for k in chosen)):
                 return True
         return False
@@ -1047,7 +1050,7 @@ class _Lazy:
             dropped = {k for k in alive if not self._holds(k, True, value)}
             if self.forward is not None:  # NOTE(houdini-forward)
                 dropped |= self.forward(self.model, alive)
-            broke = [t for t in live_t if value(self.targets[t][1])]
+            broke = [t for t in sorted(live_t) if value(self.targets[t][1])]
             if not dropped and not broke:  # the composition and the formula disagree
                 dropped = {k for k in chosen if not value(self.post[k])}
                 if not dropped:
