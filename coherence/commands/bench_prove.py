@@ -155,8 +155,8 @@ def _run_infer(args: argparse.Namespace) -> int:
     from coherence.commands.common import out_console, reporter
     from coherence.commands.infer_states import state_source
     from coherence.commands.options import jobs_of
-    from coherence.smt.bench import INFER_SPECS, infer_row
     from coherence.memory import peak_rss_bytes
+    from coherence.smt.bench import INFER_SPECS, infer_row
     from coherence.smt.forked import Isolated
 
     pairs: list[tuple[str, str | None]] = list(INFER_SPECS)

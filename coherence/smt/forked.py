@@ -226,9 +226,10 @@ class Isolated(Generic[T]):
     """NOTE(bench-isolated): ``run(say)`` in a forked child, so that it starts from this
     process's state and leaves nothing in it: ``bench prove --infer`` runs each protocol so,
     because Z3's answers follow the ids of the terms a process made before (the acked scheme
-    gave 27 lines after German in one process, 28 alone, as ``prove --infer`` gives). ``say(text)`` in the child reaches
-    this process's ``say`` at once (progress). A child that dies or raises costs time, never
-    the answer: ``run`` is run here (``failure`` says why). Without fork, it runs here.
+    gave 27 lines after German in one process, 28 alone, as ``prove --infer`` gives).
+    ``say(text)`` in the child reaches this process's ``say`` at once (progress). A child
+    that dies or raises costs time, never the answer: ``run`` is run here (``failure`` says
+    why). Without fork, it runs here.
 
     A SIGINT while the child runs reaches the child too (one process group), which reports
     what it has; here it is only noted, so that the child's partial answer comes back. A
