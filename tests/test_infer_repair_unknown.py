@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import attrs
 import pytest
 from helpers import ROOT
 
@@ -17,6 +18,7 @@ from coherence.smt.infer_repair import (
     SpecGoal,
     _atoms,
     action_atoms,
+    fields_into,
     for_spec_goals,
     invariant_atoms,
     localized,
@@ -226,6 +228,45 @@ def test_spec_goal_lines_test_what_it_tests_where_the_action_starts_or_takes() -
     assert for_spec_goals(mem, range(2), [], [current]) == [0]
 
 
+def test_fields_into_are_the_compared_sides_a_message_sets_and_the_guards_reads() -> None:
+    """NOTE(infer-repair-spec-goal-fields): `mem := msg.val` under ``Dir.mem == latest``
+    compares the PutM's `val` with `latest`; the guard `msg.src == owner` reads Dir.owner."""
+    model = load_spec(ROOT / "specs" / "msi_directory.coh")
+    inv = {i.name: i.expr for i in model.invariants}
+    _states, compares = invariant_atoms(inv["memory_current"])
+    assert fields_into(model, "Dir", ["M"], "PutM", compares) == (
+        {("@.val", "latest")}, {"Dir.owner"})
+    assert fields_into(model, "Dir", ["S_D"], "Data", compares) == ({("@.val", "latest")},
+                                                                   set())
+    # no message, a state where PutM sets nothing, an invariant that compares nothing
+    assert fields_into(model, "Cache", ["M"], "", compares) == (set(), set())
+    assert fields_into(model, "Dir", ["I"], "PutM", compares) == (set(), set())
+    swmr = invariant_atoms(inv["swmr"])[1]
+    assert fields_into(model, "Dir", ["M"], "PutM", swmr)[0] == set()
+
+
+def test_spec_goal_lines_about_the_message_whose_field_the_action_takes() -> None:
+    """`memory_current` unknown at `PutM in M` (MSI: unknown after 120 s, proved in 0.1 s
+    with the owner's line) wants lines about every PutM that compare its `val` with
+    `latest`, those that read the guard's `Dir.owner` first; no other type's, and none
+    without the field."""
+    val = "{m}.val == latest"
+    cands = [
+        _cand("msg PutM", val, "Cache[{m}.src].state == II_A"),
+        _cand("msg PutM", val, "!isundefined(Dir.owner) && Dir.owner == {m}.src"),  # guard
+        _cand("msg Data", val, "Dir.state == M"),  # another message type
+        _cand("msg PutM", "Cache[{m}.src].state == MI_A", "Dir.state == M"),  # no field
+    ]
+    goal = SpecGoal(frozenset({"Dir.state == I", "Dir.state == S"}),
+                    frozenset({("Dir.mem", "latest")}), action_atoms("Dir", False, ["M"]),
+                    "PutM", frozenset({("@.val", "latest")}), frozenset({"Dir.owner"}))
+    assert for_spec_goals(cands, range(4), [], [goal]) == [1, 0]
+    assert for_spec_goals(cands, range(4), [1], [goal]) == [0]
+    # without what the fields set, none of them is about what memory_current compares
+    plain = attrs.evolve(goal, through=frozenset(), guard=frozenset())
+    assert for_spec_goals(cands, range(4), [], [plain]) == []
+
+
 def test_infer_puts_back_lines_for_an_unknown_spec_invariant(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The loop in ``infer``: German's ``CtrlProp`` left unknown at a cache's message action
@@ -331,14 +372,19 @@ def test_msi_spec_invariants_put_back_their_shortcuts() -> None:
         i = next(i for i, (m, tr) in enumerate(acts)
                  if f"{m.name}.{tr.kind} {tr.name} in {','.join(tr.states)}" == action)
         u = _unknown_goal(model, (goal, i, -1), None)
-        g = SpecGoal(*invariant_atoms(own[goal]), action_atoms(u.machine, u.cache, u.states),
-                     u.message)
+        states, compares = invariant_atoms(own[goal])
+        g = SpecGoal(states, compares, action_atoms(u.machine, u.cache, u.states), u.message,
+                     *fields_into(model, u.machine, u.states, u.message, compares))
         return [cands[k].text for k in for_spec_goals(cands, range(len(cands)), taken, [g])]
     got = picks("invariant:swmr", "Cache.message Data in IS_D")
     assert got[0] == "forall i: agent :: (inflight(Data) -> (Cache[i].state != M))"
     got = picks("invariant:memory_current", "Cache.event Store in M")
     assert "forall i: agent :: ((Dir.state == I) -> (Cache[i].state != M))" in got
     assert "forall i: agent :: ((Dir.state == S) -> (Cache[i].state != M))" in got
+    # NOTE(infer-repair-spec-goal-fields): the owner's PutM carries the latest value
+    got = picks("invariant:memory_current", "Dir.message PutM in M")
+    assert ("forall m: PutM :: ((m.val != latest) -> (!(!isundefined(Dir.owner) && "
+            "Dir.owner == m.src)))") in got
 
 
 def _lits(kind: str, *lits: tuple[str, str, bool]) -> Candidate:

@@ -108,6 +108,7 @@ def _infer(model: ir.Model, options: InferOptions | None,
         ROUNDS,
         SpecGoal,
         action_atoms,
+        fields_into,
         for_spec_goals,
         invariant_atoms,
         localized,
@@ -209,9 +210,14 @@ def _infer(model: ir.Model, options: InferOptions | None,
         # NOTE(infer-repair-spec-goal): and one of the spec's own invariants, those that
         # test what it tests where the action starts or what it takes
         own = {f"invariant:{inv.name}": inv.expr for inv in model.invariants}
-        spec_unknown = [SpecGoal(*invariant_atoms(own[u.goal]),
-                                 action_atoms(u.machine, u.cache, u.states), u.message)
-                        for u in proof.unknown_goals if u.goal in own]
+        spec_unknown = []
+        for u in proof.unknown_goals:
+            if u.goal in own:
+                # NOTE(infer-repair-spec-goal-fields): and what its message's fields set
+                states, compares = invariant_atoms(own[u.goal])
+                spec_unknown.append(SpecGoal(
+                    states, compares, action_atoms(u.machine, u.cache, u.states), u.message,
+                    *fields_into(model, u.machine, u.states, u.message, compares)))
         added += for_spec_goals(cands, h.alive, [*chosen, *added], spec_unknown)
         if not added or (left is not None and left <= 0):
             break

@@ -31,6 +31,7 @@ ROUNDS = 3  # proofs again, at most
 # in one form: ``Dir.owner == {x}`` in an agent's line is ``Dir.owner == {m}.src`` in a line
 # about messages whose source is that agent
 _PLACEHOLDER = re.compile(r"\{[a-z]\}(\.\w+)?")
+_AGENT = re.compile(r"\{[a-z]\}")  # the placeholder alone (a field read from it stays)
 _NO_MESSAGE = re.compile(r"inflight\((\w+)\)")  # a message type's atom (any endpoints)
 _IN_FLIGHT = re.compile(r"inflight\((\w+)")  # the type of any in-flight atom
 
@@ -115,6 +116,11 @@ class SpecGoal:
     compares: frozenset[tuple[str, str]]
     at: frozenset[str]
     message: str = ""
+    # NOTE(infer-repair-spec-goal-fields): the compared pairs with the side the action sets
+    # from a field of its message put as that field (``("@.val", "latest")``: `mem :=
+    # msg.val` under ``Dir.mem == latest``), for lines about every message of that type
+    through: frozenset[tuple[str, str]] = frozenset()
+    guard: frozenset[str] = frozenset()  # the variables the action's guard reads
 
 
 def for_spec_goals(cands: list[Candidate], alive: Iterable[int], taken: Iterable[int],
@@ -136,16 +142,70 @@ def for_spec_goals(cands: list[Candidate], alive: Iterable[int], taken: Iterable
     keys = [_atoms(c) for c in cands]
     out: list[int] = []
     for g in goals:
-        hit = [k for k in pool if k not in out and _tests(keys[k], g)
-               and (keys[k] & g.at or (g.message and g.message in _message_types(keys[k])))]
-        hit.sort(key=lambda k: f"inflight({g.message})" not in keys[k])  # stable
+        hit = [k for k in pool if k not in out and (
+            (_tests(keys[k], g) and (keys[k] & g.at or (
+                g.message and g.message in _message_types(keys[k]))))
+            or (g.through and cands[k].kind == f"msg {g.message}"
+                and _compares(_field_atoms(cands[k]), g.through)))]
+        # stable: those that name the message to any agent, then those that read what the
+        # action's guard reads
+        hit.sort(key=lambda k: (f"inflight({g.message})" not in keys[k],
+                                not any(v in a for a in keys[k] for v in g.guard)))
         out.extend(hit[:PER_UNKNOWN])
     return out
 
 
 def _tests(atoms: frozenset[str], g: SpecGoal) -> bool:
-    return bool(atoms & g.states) or any(x in a and y in a for a in atoms
-                                         for x, y in g.compares)
+    return bool(atoms & g.states) or _compares(atoms, g.compares)
+
+
+def _compares(atoms: Iterable[str], pairs: Iterable[tuple[str, str]]) -> bool:
+    return any(x in a and y in a for a in atoms for x, y in pairs)
+
+
+def _field_atoms(c: Candidate) -> frozenset[str]:
+    """``c``'s atoms with the field a placeholder reads kept: ``{m}.val == latest`` is
+    ``@.val == latest`` (``_atoms`` makes it ``@ == latest``)."""
+    return frozenset(_AGENT.sub("@", atom.text) for atom, _where, _pos in c.lits)
+
+
+def fields_into(model: ir.Model, machine: str, states: Iterable[str], message: str,
+                compares: Iterable[tuple[str, str]]
+                ) -> tuple[frozenset[tuple[str, str]], frozenset[str]]:
+    """NOTE(infer-repair-spec-goal-fields): for the transitions of ``machine`` that take
+    ``message`` in one of ``states``: ``compares`` with each side they assign from a field of
+    the message put as that field (``@.val``), paired with the other side; and the variables
+    their guards read (``Dir.owner`` in `on PutM in M when msg.src == owner`)."""
+    pairs = set(compares)
+    at = set(states)
+    out: set[tuple[str, str]] = set()
+    guard: set[str] = set()
+    for m in model.machines:
+        for tr in m.transitions if m.name == machine and message else ():
+            if tr.kind is not ir.TransitionKind.MESSAGE or tr.name != message \
+                    or not at & set(tr.states):
+                continue
+            if tr.guard is not None:
+                guard.update(_variables(tr.guard))
+            for st in ir.walk_stmts(tr.body):
+                if not (isinstance(st, ir.Assign) and isinstance(st.value, ir.MsgField)):
+                    continue
+                var, field = _variable(st.target), f"@.{st.value.name}"
+                out.update((field, y) for x, y in pairs if x == var)
+                out.update((x, field) for x, y in pairs if y == var)
+    return frozenset(out), frozenset(guard)
+
+
+def _variables(e: object) -> Iterable[str]:
+    """The variables ``e`` reads, in ``_atoms``' form."""
+    if isinstance(e, ir.MVar | ir.GVar):
+        yield _variable(e)
+    if attrs.has(type(e)):
+        for f in attrs.fields(type(e)):
+            value = getattr(e, f.name)
+            for v in value if isinstance(value, tuple) else (value,):
+                if attrs.has(type(v)):
+                    yield from _variables(v)
 
 
 def invariant_atoms(e: ir.Expr) -> tuple[frozenset[str], frozenset[tuple[str, str]]]:
