@@ -23,6 +23,7 @@ from coherence.smt.infer_repair import (
     invariant_atoms,
     localized,
     related,
+    same_message,
 )
 from coherence.smt.param import ParamResult, UnknownGoal, _unknown_goal, actions_of
 from coherence.spec.load import load_spec
@@ -61,6 +62,29 @@ def test_related_lines_test_the_goal_and_the_action_state_first() -> None:
     assert related(cands, range(6), [5], []) == []
     other = related(cands, range(6), [5], [(0, action_atoms("Cache", True, ["I"]))])
     assert other == [1, 3, 2][:PER_UNKNOWN]
+
+
+def test_a_message_line_puts_back_lines_about_the_same_message_too() -> None:
+    """NOTE(infer-repair-same-message): MSI's `(m.val != latest) -> !(Dir.owner == m.src)`
+    about every PutM, unknown at `Store in M` with ``related``'s three lines about one cache,
+    is proved with `inflight(FwdGetM) -> !(Dir.owner == m.src)` about every PutM."""
+    owner_src = "!isundefined(Dir.owner) && Dir.owner == {m}.src"
+    in_m = "Cache[{x}].state == M"
+    cands = [
+        _cand("msg PutM", "{m}.val == latest", owner_src),  # the goal
+        _cand("agent", "inflight(FwdGetM)", in_m, OWNER),  # related's, one agent each
+        _cand("agent", in_m, OWNER, "inflight(FwdGetM, {x})"),
+        _cand("agent", "Dir.state == M", in_m, OWNER),
+        _cand("msg PutM", "inflight(Inv)", "inflight(FwdGetS)", owner_src),  # longer
+        _cand("msg PutM", "inflight(FwdGetM)", owner_src),  # the one that proves it
+        _cand("msg GetM", "inflight(FwdGetM)", owner_src),  # another message type
+        _cand("msg PutM", "inflight(FwdGetM)", "Dir.state == S"),  # shares no atom
+    ]
+    at = action_atoms("Cache", True, ["M"])
+    got = related(cands, alive=range(8), taken=[], unknown=[(0, at)])
+    assert got[:3] == [1, 2, 3] and got[3:] == [5, 4]
+    # not for a line about agents: its same-kind lines are related's own business
+    assert same_message(cands, list(range(8)), [frozenset()] * 8, 1, []) == []
 
 
 def test_global_shortcuts_test_the_action_state_and_name_the_goal_message() -> None:

@@ -80,7 +80,28 @@ def related(cands: list[Candidate], alive: Iterable[int], taken: Iterable[int],
         hit.sort(key=lambda k: not keys[k] & at)  # stable: the pool's order within each
         out.extend(hit[:PER_UNKNOWN])
         out.extend(shortcuts(cands, pool, keys, goal, at, out)[:PER_UNKNOWN])
+        out.extend(same_message(cands, pool, keys, goal, out)[:PER_UNKNOWN])
     return out
+
+
+def same_message(cands: list[Candidate], pool: list[int], keys: list[frozenset[str]],
+                 goal: int, out: list[int]) -> list[int]:
+    """NOTE(infer-repair-same-message): for a line about every message of one type, the
+    lines of ``pool`` (not in ``out``) about the same type that share an atom with it, the
+    fewest literals first.
+
+    ``related`` takes lines about one agent first, and its three picks may all be such lines.
+    MSI's ``forall m: PutM :: (m.val != latest) -> !(Dir.owner == m.src)`` at `Store in M`
+    stayed unknown after 90 s with those three (each about a cache in M and the owner); with
+    ``forall m: PutM :: inflight(FwdGetM) -> !(Dir.owner == m.src)`` (a cache in M that is not
+    the owner has a FwdGetM on its way, and no owner's PutM is in flight meanwhile) it is
+    proved in 0.1 s (results/infer/README.md, "Session 34")."""
+    kind = cands[goal].kind
+    if not kind.startswith("msg "):
+        return []
+    hit = [k for k in pool if k not in out and k != goal and cands[k].kind == kind
+           and keys[k] & keys[goal]]
+    return sorted(hit, key=lambda k: cands[k].size)  # stable: the pool's order within
 
 
 def shortcuts(cands: list[Candidate], pool: list[int], keys: list[frozenset[str]], goal: int,
