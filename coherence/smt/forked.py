@@ -27,7 +27,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from typing import Any, Generic, TypeVar
+from typing import Any, BinaryIO, Generic, TypeVar
 
 from coherence.memory import available_memory_bytes, rss_bytes
 
@@ -165,28 +165,42 @@ class Shares(Generic[T]):
                 _stop(pid, fd)
 
     def _fork(self, k: int) -> tuple[int, int]:
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the worker: never returns into the caller's stack
-            code = 0
-            try:
-                os.close(r)
-                if STACK_SIGNAL is not None:  # NOTE(hard-stop-stacks)
-                    with contextlib.suppress(Exception):  # no usable stderr: no stack
-                        faulthandler.register(STACK_SIGNAL, all_threads=True)
-                try:
-                    payload = pickle.dumps(("ok", self._run(k)), pickle.HIGHEST_PROTOCOL)
-                except BaseException:  # reported to the parent, which runs it again
-                    payload = pickle.dumps(("error", traceback.format_exc()))
-                with os.fdopen(w, "wb") as f:
-                    f.write(payload)
-            except BaseException:  # nothing could be sent: the parent runs it again
-                code = 1
-            finally:
-                os._exit(code)
-        os.close(w)
-        LIVE.add(pid)
-        return pid, r
+        def work(out: BinaryIO) -> None:
+            if STACK_SIGNAL is not None:  # NOTE(hard-stop-stacks)
+                with contextlib.suppress(Exception):  # no usable stderr: no stack
+                    faulthandler.register(STACK_SIGNAL, all_threads=True)
+            out.write(_outcome(lambda: self._run(k)))
+        return _forked(work)
+
+
+def _forked(work: Callable[[BinaryIO], None]) -> tuple[int, int]:
+    """(pid, read end) of a forked child that runs ``work`` on the pipe's write end and
+    leaves with ``os._exit`` (never returning into the caller's stack; code 1 when ``work``
+    raised: nothing, or not all, was sent, and the parent runs the work again)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.close(r)
+            with os.fdopen(w, "wb") as out:
+                work(out)
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(w)
+    LIVE.add(pid)
+    return pid, r
+
+
+def _outcome(run: Callable[[], Any]) -> bytes:
+    """("ok", what ``run`` returned) pickled, or ("error", its traceback): the parent runs
+    the work again."""
+    try:
+        return pickle.dumps(("ok", run()), pickle.HIGHEST_PROTOCOL)
+    except BaseException:
+        return pickle.dumps(("error", traceback.format_exc()))
 
 
 def _receive(pid: int, fd: int) -> tuple[str, Any]:
@@ -243,27 +257,12 @@ class Isolated(Generic[T]):
     def result(self) -> T:
         if not can_fork():
             return self._run(self._say)
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child: never returns into the caller's stack
-            code = 0
-            try:
-                os.close(r)
-                with os.fdopen(w, "wb") as out:
-                    def relay(text: str) -> None:
-                        _send(out, b"m", text.encode())
-                    try:
-                        payload = pickle.dumps(("ok", self._run(relay)),
-                                               pickle.HIGHEST_PROTOCOL)
-                    except BaseException:
-                        payload = pickle.dumps(("error", traceback.format_exc()))
-                    _send(out, b"r", payload)
-            except BaseException:
-                code = 1
-            finally:
-                os._exit(code)
-        os.close(w)
-        LIVE.add(pid)
+
+        def work(out: BinaryIO) -> None:
+            def relay(text: str) -> None:
+                _send(out, b"m", text.encode())
+            _send(out, b"r", _outcome(lambda: self._run(relay)))
+        pid, r = _forked(work)
         answer = self._wait(pid, r)
         if answer is not None and answer[0] == "ok":
             return answer[1]
