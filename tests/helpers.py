@@ -415,9 +415,9 @@ def houdini_step(model: Model, cands: list, tpl: Any, chosen: set[int], agents: 
     return run._query(chosen, set(ins.targets))
 
 
-def in_fresh_interpreter(module: str, function: str, *args: str) -> str:
+def in_fresh_interpreter(module: str, function: str, *args: str, hash_seed: str = "0") -> str:
     """Run ``module.function(*args)`` (a test module's) in a new Python with
-    ``PYTHONHASHSEED=0`` and return what it printed; fail with its stderr if it raised. For
+    ``PYTHONHASHSEED=hash_seed`` and return what it printed; fail with its stderr if it raised. For
     checks of what Z3 proves within a budget: its search depends on the order the terms of
     the whole process were made in, so such a check passed alone and failed after other
     tests in the same pytest worker (about once in ten runs)."""
@@ -426,7 +426,7 @@ def in_fresh_interpreter(module: str, function: str, *args: str) -> str:
     import sys
     script = ("import sys; sys.path.insert(0, sys.argv[1]); import importlib; "
               "getattr(importlib.import_module(sys.argv[2]), sys.argv[3])(*sys.argv[4:])")
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    env = {**os.environ, "PYTHONHASHSEED": hash_seed}
     done = subprocess.run([sys.executable, "-c", script, str(ROOT / "tests"), module, function,
                            *args], capture_output=True, text=True, env=env, timeout=900,
                           check=False)

@@ -223,12 +223,17 @@ def _receive(pid: int, fd: int) -> tuple[str, Any]:
 
 
 def _stop(pid: int, fd: int) -> None:
+    _kill(pid)
+    with contextlib.suppress(OSError):
+        os.close(fd)
+
+
+def _kill(pid: int) -> None:
+    """Kill and reap a child (one that has ended already: reap it)."""
     with contextlib.suppress(ProcessLookupError, ChildProcessError):
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
     LIVE.discard(pid)
-    with contextlib.suppress(OSError):
-        os.close(fd)
 
 
 # ---------------------------------------------------------------- one piece of work, isolated
@@ -284,10 +289,10 @@ class Isolated(Generic[T]):
         done = False
         try:
             answer: tuple[str, Any] | None = None
-            with os.fdopen(fd, "rb") as f:
-                while len(head := _read_exactly(f, _FRAME.size)) == _FRAME.size:
+            with os.fdopen(fd, "rb") as f:  # a buffered read returns less only at the end
+                while len(head := f.read(_FRAME.size)) == _FRAME.size:
                     kind, size = _FRAME.unpack(head)
-                    body = _read_exactly(f, size)
+                    body = f.read(size)
                     if len(body) < size:
                         break  # cut short: the child died mid-write
                     if kind == b"m":
@@ -304,26 +309,11 @@ class Isolated(Generic[T]):
             if old is not None:
                 signal.signal(signal.SIGINT, old)
             if not done:  # an exception here (a second Ctrl-C): stop the child
-                with contextlib.suppress(ProcessLookupError, ChildProcessError):
-                    os.kill(pid, signal.SIGKILL)
-                    os.waitpid(pid, 0)
+                _kill(pid)
             LIVE.discard(pid)
 
 
-def _send(out: Any, kind: bytes, payload: bytes) -> None:
+def _send(out: BinaryIO, kind: bytes, payload: bytes) -> None:
     out.write(_FRAME.pack(kind, len(payload)))
     out.write(payload)
     out.flush()
-
-
-def _read_exactly(f: Any, size: int) -> bytes:
-    """``size`` bytes, fewer only at end of file (a read may return fewer: a pipe)."""
-    chunks: list[bytes] = []
-    left = size
-    while left:
-        chunk = f.read(left)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)

@@ -936,12 +936,13 @@ class _Lazy:
         # NOTE(infer-hash-seed): the targets in sorted order, never the set's: which terms
         # a model evaluates (so the ids of every later term, which Z3's answers follow) must
         # not depend on PYTHONHASHSEED
+        targets = [self.targets[t] for t in sorted(live_t)]
         for value in reversed(self.witnesses):
-            if any(value(self.targets[t][0]) for t in sorted(live_t)):
+            if any(value(pre) for pre, _post in targets):
                 continue
             if not all(self._holds(k, False, value) for k in chosen):
                 continue
-            if (any(value(self.targets[t][1]) for t in sorted(live_t))
+            if (any(value(post) for _pre, post in targets)
                     or not all(self._holds(k, True, value) for k in chosen)):
                 return True
         return False

@@ -15,7 +15,7 @@ hypotheses keep an obligation proved.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Iterator
 from typing import Any
 
 import attrs
@@ -191,42 +191,26 @@ def _field_atoms(c: Candidate) -> frozenset[str]:
 
 
 def fields_into(model: ir.Model, machine: str, states: Iterable[str], message: str,
-                compares: Iterable[tuple[str, str]]
+                compares: Collection[tuple[str, str]]
                 ) -> tuple[frozenset[tuple[str, str]], frozenset[str]]:
     """NOTE(infer-repair-spec-goal-fields): for the transitions of ``machine`` that take
     ``message`` in one of ``states``: ``compares`` with each side they assign from a field of
     the message put as that field (``@.val``), paired with the other side; and the variables
     their guards read (``Dir.owner`` in `on PutM in M when msg.src == owner`)."""
-    pairs = set(compares)
     at = set(states)
+    takes = [tr for m in model.machines if m.name == machine for tr in m.transitions
+             if message and tr.kind is ir.TransitionKind.MESSAGE and tr.name == message
+             and at & set(tr.states)]
     out: set[tuple[str, str]] = set()
     guard: set[str] = set()
-    for m in model.machines:
-        for tr in m.transitions if m.name == machine and message else ():
-            if tr.kind is not ir.TransitionKind.MESSAGE or tr.name != message \
-                    or not at & set(tr.states):
-                continue
-            if tr.guard is not None:
-                guard.update(_variables(tr.guard))
-            for st in ir.walk_stmts(tr.body):
-                if not (isinstance(st, ir.Assign) and isinstance(st.value, ir.MsgField)):
-                    continue
+    for tr in takes:
+        guard.update(_variable(x) for x in _nodes(tr.guard) if isinstance(x, ir.MVar | ir.GVar))
+        for st in ir.walk_stmts(tr.body):
+            if isinstance(st, ir.Assign) and isinstance(st.value, ir.MsgField):
                 var, field = _variable(st.target), f"@.{st.value.name}"
-                out.update((field, y) for x, y in pairs if x == var)
-                out.update((x, field) for x, y in pairs if y == var)
+                out.update((field, y) for x, y in compares if x == var)
+                out.update((x, field) for x, y in compares if y == var)
     return frozenset(out), frozenset(guard)
-
-
-def _variables(e: object) -> Iterable[str]:
-    """The variables ``e`` reads, in ``_atoms``' form."""
-    if isinstance(e, ir.MVar | ir.GVar):
-        yield _variable(e)
-    if attrs.has(type(e)):
-        for f in attrs.fields(type(e)):
-            value = getattr(e, f.name)
-            for v in value if isinstance(value, tuple) else (value,):
-                if attrs.has(type(v)):
-                    yield from _variables(v)
 
 
 def invariant_atoms(e: ir.Expr) -> tuple[frozenset[str], frozenset[tuple[str, str]]]:
@@ -236,7 +220,7 @@ def invariant_atoms(e: ir.Expr) -> tuple[frozenset[str], frozenset[tuple[str, st
     states: set[str] = set()
     compares: set[tuple[str, str]] = set()
 
-    def walk(x: object) -> None:
+    for x in _nodes(e):
         if isinstance(x, ir.Binary) and x.op in ("==", "!=", "in"):
             left, right = x.left, x.right
             if isinstance(right, ir.MState):
@@ -254,14 +238,18 @@ def invariant_atoms(e: ir.Expr) -> tuple[frozenset[str], frozenset[tuple[str, st
             names = (_variable(left), _variable(right))
             if x.op != "in" and names[0] and names[1]:
                 compares.add((names[0], names[1]))
-        if attrs.has(type(x)):
-            for f in attrs.fields(type(x)):
-                value = getattr(x, f.name)
-                for v in value if isinstance(value, tuple) else (value,):
-                    if attrs.has(type(v)):
-                        walk(v)
-    walk(e)
     return frozenset(states), frozenset(compares)
+
+
+def _nodes(e: object) -> Iterator[object]:
+    """``e`` and every IR node under it."""
+    yield e
+    if attrs.has(type(e)):
+        for f in attrs.fields(type(e)):
+            value = getattr(e, f.name)
+            for v in value if isinstance(value, tuple) else (value,):
+                if attrs.has(type(v)):
+                    yield from _nodes(v)
 
 
 def _variable(e: ir.Expr) -> str:
